@@ -1,0 +1,53 @@
+"""ntkbook — the computations behind the executable textbook on transition to linearity.
+
+The public contract (see the book's design guide):
+
+* :func:`empirical_ntk` — empirical tangent kernels (Eq. 1 of Liu, Zhu & Belkin 2020);
+* :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
+* :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
+
+Submodules: ``models``, ``activations``, ``kernels``, ``hessian``, ``norms``, ``claims``, ``scales``,
+``fitting``, ``gaussian``, ``plotting``, ``tables``, ``pytree``, ``symbolic`` (sympy, imported on
+first use) and ``experiments`` (one module per chapter).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from . import activations, claims, fitting, gaussian, hessian, kernels, models, norms, plotting, pytree, scales, tables
+from .hessian import hessian_spectral_norm
+from .kernels import empirical_ntk
+from .norms import norm_221
+from .notebook import setup
+
+__version__ = "0.1.0"
+
+_LAZY = ("symbolic", "experiments")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return importlib.import_module(f".{name}", __name__)
+    raise AttributeError(f"module 'ntkbook' has no attribute {name!r}")
+
+
+__all__ = [
+    "activations",
+    "claims",
+    "empirical_ntk",
+    "fitting",
+    "gaussian",
+    "hessian",
+    "hessian_spectral_norm",
+    "kernels",
+    "models",
+    "norm_221",
+    "norms",
+    "plotting",
+    "pytree",
+    "scales",
+    "setup",
+    "tables",
+]

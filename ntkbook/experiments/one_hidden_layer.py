@@ -1,0 +1,203 @@
+"""Chapter 2, second half — the one-hidden-layer network of Eq. (8) (Section 3.1).
+
+f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢ x), x ∈ ℝ, wᵢ ~ N(0, 1) trained, vᵢ ∈ {±1} fixed.
+
+* :func:`hessian_against_closed_form` — autodiff Hessian vs diag(vᵢ σ''(wᵢx) x² / √m) (Eq. 9);
+* :func:`second_derivative_tensor` — ∂²α/∂w² (Eq. 13) by autodiff, for the (2,2,1)-norm bound Eq. (12);
+* :func:`width_sweep` — ‖H‖ (matrix-free Lanczos and closed form), the bound β_σ x²/√m, K(x, x) and
+  its infinite-width limit x² E[σ'(wx)²] (Eq. 10), ‖∂f/∂α‖_∞ = 1/√m and ‖∂f/∂α‖ = 1 (Eq. 15), across
+  widths, seeds and inputs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from ..activations import Activation, get_activation
+from ..gaussian import gaussian_expectation
+from ..hessian import dense_hessian, hessian_spectral_norm
+from ..models import ShallowNetwork, shallow_network
+from ..progress import progress
+
+Array = jax.Array
+
+
+@cache
+def output_fn(activation: Activation):
+    """(params, x, v) ↦ f(w; x) for scalar x — one function per activation, so it compiles once per shape."""
+
+    def f(params: Any, x: Array, v: Array) -> Array:
+        w = params["w"][:, 0]
+        return jnp.dot(v, activation(w * x)) / math.sqrt(v.shape[0])
+
+    return f
+
+
+def closed_form_hessian_diagonal(model: ShallowNetwork, params: Any, x: float) -> Array:
+    """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9); the off-diagonal entries are 0."""
+    w = params["w"][:, 0]
+    return model.v * model.activation.derivative(w * x, 2) * x**2 / math.sqrt(model.width)
+
+
+def hessian_against_closed_form(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
+    """Dense autodiff Hessian (float64) against the closed form of Eq. (9).
+
+    Returns the largest deviation on the diagonal and the largest off-diagonal entry.
+    """
+    with jax.enable_x64(True):
+        model, params = shallow_network(key, width, activation=activation, dtype=jnp.float64)
+        f = output_fn(model.activation)
+        h = np.asarray(dense_hessian(f, params, jnp.asarray(x, jnp.float64), model.v))
+        closed = np.asarray(closed_form_hessian_diagonal(model, params, x))
+        off = h - np.diag(np.diag(h))
+        return {
+            "max_diagonal_error": float(np.max(np.abs(np.diag(h) - closed))),
+            "max_off_diagonal": float(np.max(np.abs(off))),
+            "hessian_norm": float(np.max(np.abs(closed))),
+        }
+
+
+def second_derivative_tensor(model: ShallowNetwork, params: Any, x: float) -> np.ndarray:
+    """T_ijk = ∂²α_k / ∂w_i ∂w_j (Eq. 13, shape (m, m, m)) by forward-over-reverse autodiff.
+
+    Differentiating αₖ = σ(wₖx) twice gives σ''(wₖx) x² on i = j = k (Eq. 13 of the paper prints
+    σ'(wₖx) x, a typo: its own Eq. 9 uses σ'').
+    """
+
+    def alpha(w: Array) -> Array:
+        return model.activation(w * x)
+
+    w = params["w"][:, 0]
+    t = jax.jacfwd(jax.jacrev(alpha))(w)  # (k, i, j)
+    return np.transpose(np.asarray(t), (1, 2, 0))
+
+
+def dfdalpha_norms(model: ShallowNetwork) -> tuple[float, float]:
+    """(‖∂f/∂α‖_∞, ‖∂f/∂α‖₂) with ∂f/∂α = v/√m, by autodiff of α ↦ vᵀα/√m (Eq. 15)."""
+    g = jax.grad(lambda a: jnp.dot(model.v, a) / math.sqrt(model.width))(jnp.zeros(model.width, model.v.dtype))
+    return float(jnp.max(jnp.abs(g))), float(jnp.linalg.norm(g))
+
+
+def kernel_limit(activation: Activation, x: float) -> tuple[float, float]:
+    """x² E[σ'(wx)²] (Eq. 10, m → ∞) and the standard deviation of one term x²σ'(wx)², w ~ N(0, 1).
+
+    The kernel at width m is the mean of m such terms, so it fluctuates by sd/√m around the limit.
+    """
+    d1 = jax.jit(lambda z: activation.derivative(z, 1))
+
+    def term(w: np.ndarray) -> np.ndarray:
+        return x**2 * np.asarray(d1(jnp.asarray(w * x))) ** 2
+
+    mean = gaussian_expectation(term)
+    second = gaussian_expectation(lambda w: term(w) ** 2)
+    return mean, math.sqrt(max(second - mean**2, 0.0))
+
+
+def width_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+    """Hessian norm and kernel of Eq. (8) across widths, seeds and inputs.
+
+    Returns equal-length arrays, one entry per (width, seed, input):
+    ``width``, ``seed``, ``x``, ``hessian`` (Lanczos), ``hessian_closed`` (max |H_ii|), ``residual``,
+    ``iterations``, ``bound`` (β_σ x² / √m), ``kernel`` (‖∇_w f‖² by autodiff), ``kernel_limit``,
+    ``kernel_sd`` (sd/√m of the kernel at this width), ``dfdalpha_inf``, ``dfdalpha_2``.
+    """
+    act = get_activation(activation)
+    f = output_fn(act)
+    grad = jax.jit(jax.grad(f))
+    limits = {x: kernel_limit(act, x) for x in settings["inputs"]}
+    rows: dict[str, list] = {k: [] for k in ("width", "seed", "x", "hessian", "hessian_closed", "residual",
+                                             "iterations", "bound", "kernel", "kernel_limit", "kernel_sd",
+                                             "dfdalpha_inf", "dfdalpha_2")}
+    jobs = [(m, s) for m in settings["widths"] for s in range(settings["seeds"])]
+    for m, s in progress(jobs, desc="width × seed"):
+        model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), m, activation=act)
+        inf_norm, two_norm = dfdalpha_norms(model)
+        for x in settings["inputs"]:
+            xa = jnp.asarray(x, params["w"].dtype)
+            res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings["tol"], max_iter=20_000)
+            g = grad(params, xa, model.v)
+            mean, sd = limits[x]
+            rows["width"].append(m)
+            rows["seed"].append(s)
+            rows["x"].append(x)
+            rows["hessian"].append(res.value)
+            rows["hessian_closed"].append(float(jnp.max(jnp.abs(closed_form_hessian_diagonal(model, params, x)))))
+            rows["residual"].append(res.residual)
+            rows["iterations"].append(res.iterations)
+            rows["bound"].append(act.smoothness * x**2 / math.sqrt(m))
+            rows["kernel"].append(float(jnp.sum(g["w"] ** 2)))
+            rows["kernel_limit"].append(mean)
+            rows["kernel_sd"].append(sd / math.sqrt(m))
+            rows["dfdalpha_inf"].append(inf_norm)
+            rows["dfdalpha_2"].append(two_norm)
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
+    """Every factor of Eq. (12)–(15) for one small network (the tensor T is m × m × m).
+
+    Returns ``t221`` (‖∂²α/∂w²‖₂,₂,₁ by enumeration, so width ≤ 16), ``t221_closed``
+    (max_k |σ''(w_k x)| x²), ``dfdalpha_inf``, ``dfdalpha_2``, ``hessian`` (dense ‖H‖) and ``bound``
+    (the right-hand side of Eq. 12).
+    """
+    from ..norms import norm_221
+
+    model, params = shallow_network(key, width, activation=activation)
+    t221 = norm_221(second_derivative_tensor(model, params, x))
+    if not t221.exact:
+        raise ValueError(f"width={width}: the (2,2,1)-norm of an m × m × m tensor is enumerated only for m <= 16")
+    inf_norm, two_norm = dfdalpha_norms(model)
+    hess = dense_hessian(output_fn(model.activation), params, jnp.asarray(x, params["w"].dtype), model.v)
+    return {
+        "t221": t221.value,
+        "t221_closed": float(jnp.max(jnp.abs(model.activation.derivative(params["w"][:, 0] * x, 2)))) * x**2,
+        "dfdalpha_inf": inf_norm,
+        "dfdalpha_2": two_norm,
+        "hessian": float(np.max(np.abs(np.linalg.eigvalsh(np.asarray(hess, dtype=np.float64))))),
+        "bound": t221.value * inf_norm,
+    }
+
+
+def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
+    """Per input x: log–log fits of ‖H‖ and K(x, x) against m, and the CLT standard error of the
+    kernel's slope (see :func:`ntkbook.fitting.slope_standard_error`)."""
+    from ..fitting import power_law_fit, slope_standard_error
+
+    out = {}
+    for x in np.unique(sweep["x"]):
+        sel = sweep["x"] == x
+        out[float(x)] = {
+            "hessian": power_law_fit(sweep["width"][sel], sweep["hessian"][sel]),
+            "kernel": power_law_fit(sweep["width"][sel], sweep["kernel"][sel]),
+            "kernel_slope_se": slope_standard_error(sweep["width"][sel],
+                                                    sweep["kernel_sd"][sel] / sweep["kernel_limit"][sel]),
+            "kernel_limit": float(sweep["kernel_limit"][sel][0]),
+        }
+    return out
+
+
+def sweep_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]],
+                activation: str = "tanh") -> list[dict[str, Any]]:
+    """Per input: fitted slopes, the drift of max_i |σ''(w_i x)| towards β_σ, and the Lanczos accuracy."""
+    beta = get_activation(activation).smoothness
+    drift = sweep["hessian_closed"] * np.sqrt(sweep["width"]) / sweep["x"] ** 2
+    rel_err = np.abs(sweep["hessian_closed"] - sweep["hessian"]) / sweep["hessian_closed"]
+    m_lo, m_hi = sweep["width"].min(), sweep["width"].max()
+    rows = []
+    for x, f in fits.items():
+        sel = sweep["x"] == x
+        h = f["hessian"]
+        rows.append({"x": x, "slope of ‖H‖": h.slope, "95% CI": f"[{h.ci_low:.3f}, {h.ci_high:.3f}]",
+                     "slope of K(x,x)": f["kernel"].slope, "K limit": f["kernel_limit"],
+                     "max|σ''| at smallest m": float(drift[sel & (sweep["width"] == m_lo)].mean()),
+                     "at largest m": float(drift[sel & (sweep["width"] == m_hi)].mean()), "β_σ": beta,
+                     "worst Lanczos rel. error": float(rel_err[sel].max()),
+                     "most products": int(sweep["iterations"][sel].max())})
+    return rows

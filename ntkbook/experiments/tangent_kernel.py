@@ -1,0 +1,292 @@
+"""Chapter 1 — the tangent kernel and linearity (Liu, Zhu & Belkin 2020, Section 2).
+
+* :func:`symbolic_examples` — K(w) and H(w) of small models in sympy (Proposition 2.2);
+* :func:`kernel_along_paths` — kernels of a linear-in-w model and of a tanh network along a straight
+  line and along a gradient-descent path;
+* :func:`norm_model` — f(w; x) = x‖w‖, whose kernel is constant on ℝ^p∖{0} although f is not linear;
+* :func:`kernel_change_in_ball` — Proposition 2.3 measured: |K(w) − K(w₀)| against
+  ε‖w − w₀‖(‖∇f(w₀; x)‖ + ‖∇f(w; z)‖) with ε the largest Hessian norm on the segment [w₀, w].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validation as V
+from ..hessian import hessian_spectral_norm
+from ..kernels import empirical_ntk, relative_change
+from ..models import linearize, mlp, random_features
+from ..progress import progress
+from ..pytree import num_params, random_direction, tree_axpy, tree_norm, tree_sub
+from ..training import gradient_descent_path, step_size_from_kernel
+
+Array = jax.Array
+
+
+# ---------------------------------------------------------------------------------------------
+# Proposition 2.2 in sympy
+# ---------------------------------------------------------------------------------------------
+
+
+def symbolic_examples() -> list[dict[str, Any]]:
+    """Small models f(w; x) with their tangent kernel and Hessian, computed symbolically.
+
+    Returns one dict per model: ``name``, ``model``, ``kernel`` (sympy expressions),
+    ``kernel_constant``, ``hessian_zero`` and ``differentiable_everywhere`` (False only for the norm
+    model, whose gradient is undefined at w = 0).
+    """
+    import sympy as sp
+
+    from ..symbolic import analyse
+
+    w1, w2, w3 = sp.symbols("w_1 w_2 w_3", real=True)
+    x, z = sp.symbols("x z", real=True)
+    cases = [
+        ("linear in w, non-linear features", w1 * sp.sin(x) + w2 * x**2 + w3 * sp.exp(-x**2) + sp.cos(x),
+         [w1, w2, w3], True),
+        ("one tanh neuron", w2 * sp.tanh(w1 * x), [w1, w2], True),
+        ("product of two weights", w1 * w2 * x, [w1, w2], True),
+        ("quadratic in w", (w1**2 + w2) * x, [w1, w2], True),
+        ("width-2 network, fixed output", (sp.tanh(w1 * x) - sp.tanh(w2 * x)) / sp.sqrt(2), [w1, w2], True),
+        ("norm of w times x", x * sp.sqrt(w1**2 + w2**2), [w1, w2], False),
+    ]
+    rows = []
+    for name, f, params, smooth in cases:
+        a = analyse(f, params, x, z)
+        rows.append(dict(name=name, model=f, kernel=a.kernel, hessian=a.hessian, kernel_constant=a.kernel_constant,
+                         hessian_zero=a.hessian_zero, differentiable_everywhere=smooth))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernels along paths
+# ---------------------------------------------------------------------------------------------
+
+
+def _kernels_on_path(apply_fn, path, x) -> Array:
+    """The (n, n) kernel at every point of a stacked path (leading axis = points)."""
+    return jax.lax.map(lambda p: empirical_ntk(apply_fn, p, x, method="jacobian"), path)
+
+
+def _straight_path(params, direction, radii):
+    return jax.vmap(lambda t: tree_axpy(t, direction, params))(radii)
+
+
+def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+    """Relative kernel change ‖K(w_t) − K(w₀)‖_F / ‖K(w₀)‖_F along two paths, for three models.
+
+    Models (width m = ``settings["width"]``, inputs in ℝ^d, n random Gaussian inputs):
+
+    * ``"random features"`` — wᵀφ(x) + f₀(x), linear in w;
+    * ``"tanh network"`` — one hidden layer, NTK parameterization, both layers trained;
+    * ``"linearized network"`` — the first-order Taylor model of the tanh network at w₀.
+
+    Paths: a straight line w₀ + t·u (u uniform on the unit sphere, t ∈ [0, radius]) and
+    ``path_steps`` steps of gradient descent on the square loss with random labels, step size
+    η = n / λ_max(K(w₀)).
+
+    Returns:
+        ``result[model][path]`` with arrays ``distance`` (‖w_t − w₀‖), ``change`` (relative kernel
+        change) and, for gradient descent, ``loss``.
+    """
+    m, n, d = settings["width"], settings["num_inputs"], settings["input_dim"]
+    steps, radius = settings["path_steps"], float(settings["radius"])
+    k_x, k_y, k_rf, k_net, k_dir = jax.random.split(key, 5)
+    x = jax.random.normal(k_x, (n, d))
+    y = jax.random.normal(k_y, (n,))
+    rf, rf_params = random_features(k_rf, m, input_dim=d)
+    net, net_params = mlp(k_net, (m,), input_dim=d, activation="tanh")
+    cases = {
+        "random features": (rf.apply, rf_params),
+        "tanh network": (net.apply, net_params),
+        "linearized network": (linearize(net.apply, net_params), net_params),
+    }
+    out: dict[str, dict[str, dict[str, np.ndarray]]] = {}
+    for name, (apply_fn, params) in progress(cases.items(), desc="models", total=len(cases)):
+        k0 = empirical_ntk(apply_fn, params, x, method="jacobian")
+        lr = step_size_from_kernel(k0, n)
+        line = _straight_path(params, random_direction(k_dir, params), jnp.linspace(0.0, radius, steps + 1))
+        gd, losses = gradient_descent_path(apply_fn, params, x, y, lr=lr, steps=steps)
+        out[name] = {}
+        for path_name, path in (("straight line", line), ("gradient descent", gd)):
+            ks = _kernels_on_path(apply_fn, path, x)
+            change = jax.vmap(lambda k, k0=k0: relative_change(k, k0))(ks)
+            dist = jax.vmap(lambda p, p0=params: tree_norm(tree_sub(p, p0)))(path)
+            out[name][path_name] = {"distance": np.asarray(dist), "change": np.asarray(change)}
+        out[name]["gradient descent"]["loss"] = np.asarray(losses)
+        out[name]["gradient descent"]["step_size"] = np.asarray(lr)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# The pitfall: constant gradient norm without linearity
+# ---------------------------------------------------------------------------------------------
+
+
+def norm_model(key: Array, *, dim: int = 5, samples: int = 200) -> dict[str, np.ndarray]:
+    """f(w; x) = x·‖w‖ on ℝ^p (p = ``dim``), evaluated at random points w ≠ 0 (float64).
+
+    Returns per-sample arrays: ``grad_norm`` (‖∇_w f(w; 1)‖, = 1), ``kernel`` (K_{(x,z)} for x = 1.3,
+    z = −0.4, = xz), ``hessian_norm`` (‖H‖ = 1/‖w‖), ``w_norm``, and ``midpoint_defect``
+    (f(a) + f(b) − 2 f((a+b)/2), which a linear function keeps at 0).
+    """
+    dim = V.positive_int("dim", dim, minimum=2)
+    samples = V.positive_int("samples", samples)
+    with jax.enable_x64(True):
+        k_w, k_a, k_b = jax.random.split(key, 3)
+        scales = jnp.exp(jax.random.uniform(k_w, (samples, 1), jnp.float64, -3.0, 3.0))
+        ws = scales * jax.random.normal(jax.random.fold_in(k_w, 1), (samples, dim), jnp.float64)
+
+        def f(w, x):
+            return x * jnp.linalg.norm(w)
+
+        grad = jax.vmap(jax.grad(f), in_axes=(0, None))
+        g1, gx, gz = grad(ws, 1.0), grad(ws, 1.3), grad(ws, -0.4)
+        hess = jax.vmap(jax.hessian(f), in_axes=(0, None))(ws, 1.0)
+        a = jax.random.normal(k_a, (samples, dim), jnp.float64)
+        b = jax.random.normal(k_b, (samples, dim), jnp.float64)
+        fa = jax.vmap(f, in_axes=(0, None))
+        defect = fa(a, 1.0) + fa(b, 1.0) - 2 * fa(0.5 * (a + b), 1.0)
+        return {
+            "w_norm": np.asarray(jnp.linalg.norm(ws, axis=1)),
+            "grad_norm": np.asarray(jnp.linalg.norm(g1, axis=1)),
+            "kernel": np.asarray(jnp.sum(gx * gz, axis=1)),
+            "hessian_norm": np.asarray(jnp.max(jnp.abs(jnp.linalg.eigvalsh(hess)), axis=1)),
+            "midpoint_defect": np.asarray(defect),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# Proposition 2.3: small Hessian in a ball ⇒ small kernel change
+# ---------------------------------------------------------------------------------------------
+
+
+DIRECTIONS = ("random", "gradient", "top eigenvector")
+
+
+def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+    """Measure both sides of Proposition 2.3 for two-hidden-layer tanh networks.
+
+    For each width m, radius R and direction u (uniform random; the normalized gradient ∇f(w₀; x);
+    the top Hessian eigenvector of f(·; x) at w₀) the point is w = w₀ + R·u.  For the three kernel
+    entries (a, b) ∈ {(x, x), (x, z), (z, z)}:
+
+    * measured: |K_{(a,b)}(w) − K_{(a,b)}(w₀)|;
+    * bound (the proof in the paper's appendix): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
+      ε = max over ``segment_points`` equally spaced points ξ of [w₀, w] of max(‖H_a(ξ)‖, ‖H_b(ξ)‖),
+      each Hessian norm computed matrix-free (Lanczos, tolerance ``tol``).
+
+    Returns a dict of equal-length arrays (one entry per (width, radius, direction, sample, pair)):
+    ``width``, ``params``, ``radius``, ``direction`` (index into :data:`DIRECTIONS`), ``pair``
+    (0, 1, 2), ``delta_k``, ``eps``, ``bound``, ``k0`` (K(w₀) of that pair), and
+    ``max_residual`` (largest relative Lanczos residual behind ε).
+    """
+    d = settings["input_dim"]
+    k_in, key = jax.random.split(key)
+    inputs = jax.random.normal(k_in, (2, d))
+    inputs = inputs / jnp.linalg.norm(inputs, axis=1, keepdims=True) * jnp.sqrt(d)
+    pairs = ((0, 0), (0, 1), (1, 1))
+    ts = np.linspace(0.0, 1.0, settings["segment_points"])
+    rows: dict[str, list] = {k: [] for k in ("width", "params", "radius", "direction", "pair", "delta_k", "eps",
+                                             "bound", "k0", "max_residual")}
+    for width in progress(settings["widths"], desc="widths"):
+        k_net, key = jax.random.split(key)
+        model, w0 = mlp(k_net, (width, width), input_dim=d, activation="tanh")
+
+        def f(p, xi, model=model):
+            return model.apply(p, xi[None])[0]
+
+        grad = jax.jit(jax.grad(f))
+
+        def segment_max(u, radius, xi, start, f=f, w0=w0):
+            """max ‖H‖ over the segment points, each Lanczos run warm-started from the last."""
+            values, residuals = [], []
+            for t in ts:
+                r = hessian_spectral_norm(f, tree_axpy(t * radius, u, w0), args=(xi,), tol=settings["tol"],
+                                          max_iter=2000, start=start)
+                start = r.eigenvector if r.eigenvector is not None else start
+                values.append(r.value)
+                residuals.append(r.residual)
+            return max(values), max(residuals)
+
+        k0 = empirical_ntk(model.apply, w0, inputs, method="auto")
+        g0 = [grad(w0, xi) for xi in inputs]
+        g0_norm = [float(tree_norm(g)) for g in g0]
+        tops = [hessian_spectral_norm(f, w0, args=(xi,), tol=settings["tol"], max_iter=2000).eigenvector
+                for xi in inputs]
+        top = tops[0]
+        unit_grad = jax.tree_util.tree_map(lambda a, n=g0_norm[0]: a / n, g0[0])
+        for radius in settings["radii"]:
+            for kind, direction_name in enumerate(DIRECTIONS):
+                n_samples = settings["samples"] if direction_name == "random" else 1
+                for _ in range(n_samples):
+                    if direction_name == "random":
+                        k_dir, key = jax.random.split(key)
+                        u = random_direction(k_dir, w0)
+                    else:
+                        u = unit_grad if direction_name == "gradient" else top
+                    w = tree_axpy(radius, u, w0)
+                    dist = float(tree_norm(tree_sub(w, w0)))
+                    k1 = empirical_ntk(model.apply, w, inputs, method="auto")
+                    g1_norm = [float(tree_norm(grad(w, xi))) for xi in inputs]
+                    seg = [segment_max(u, radius, xi, tops[i]) for i, xi in enumerate(inputs)]
+                    seg_eps = [v for v, _ in seg]
+                    seg_res = max(r for _, r in seg)
+                    for pair_index, (a, b) in enumerate(pairs):
+                        eps = max(seg_eps[a], seg_eps[b])
+                        rows["width"].append(width)
+                        rows["params"].append(num_params(w0))
+                        rows["radius"].append(radius)
+                        rows["direction"].append(kind)
+                        rows["pair"].append(pair_index)
+                        rows["delta_k"].append(abs(float(k1[a, b] - k0[a, b])))
+                        rows["eps"].append(eps)
+                        rows["bound"].append(eps * dist * (g0_norm[a] + g1_norm[b]))
+                        rows["k0"].append(float(k0[a, b]))
+                        rows["max_residual"].append(seg_res)
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Tables for the chapter
+# ---------------------------------------------------------------------------------------------
+
+
+def paths_table(paths: dict[str, dict[str, dict[str, np.ndarray]]]) -> list[dict[str, Any]]:
+    """One row per (model, path) of :func:`kernel_along_paths`: distance, largest change, final loss."""
+    return [{"model": model, "path": path, "distance reached": float(v["distance"][-1]),
+             "max relative kernel change": float(v["change"].max()),
+             "final loss": float(v["loss"][-1]) if "loss" in v else float("nan")}
+            for model, by_path in paths.items() for path, v in by_path.items()]
+
+
+def norm_model_table(pit: dict[str, np.ndarray]) -> dict[str, list]:
+    """Min and max over the sample points of the quantities of :func:`norm_model`."""
+    columns = {
+        "‖∇f(w; 1)‖": pit["grad_norm"],
+        "K_(1.3, −0.4)(w)": pit["kernel"],
+        "‖H(w)‖·‖w‖": pit["hessian_norm"] * pit["w_norm"],
+        "|f(a)+f(b)−2f((a+b)/2)|": np.abs(pit["midpoint_defect"]),
+    }
+    return {"quantity": list(columns), "min": [float(v.min()) for v in columns.values()],
+            "max": [float(v.max()) for v in columns.values()]}
+
+
+def ball_summary(ball: dict[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per (width, radius): largest kernel change, ε, bound, and worst ratio of :func:`kernel_change_in_ball`."""
+    ratio = ball["delta_k"] / ball["bound"]
+    rows = []
+    for m in np.unique(ball["width"]):
+        for r in np.unique(ball["radius"]):
+            sel = (ball["width"] == m) & (ball["radius"] == r)
+            rows.append({"width m": int(m), "parameters": int(ball["params"][sel][0]), "R": float(r),
+                         "max |ΔK|": float(ball["delta_k"][sel].max()),
+                         "max ε on segments": float(ball["eps"][sel].max()),
+                         "max bound": float(ball["bound"][sel].max()),
+                         "worst |ΔK| / bound": float(ratio[sel].max())})
+    return rows

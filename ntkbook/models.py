@@ -1,0 +1,344 @@
+"""NTK-parameterized models as pure functions on parameter pytrees.
+
+Every model is an immutable object with an ``apply(params, x)`` method; ``params`` is the pytree of
+*trainable* parameters, while fixed tensors (e.g. the ±1 output weights of Eq. 8) live on the model
+object.  Models are registered as JAX pytrees (fixed tensors are leaves, configuration is static),
+so they can be passed through ``jit`` and ``vmap`` like any other argument.
+
+Shapes: inputs ``x`` are ``(n, d)``; a model with ``input_dim == 1`` also accepts ``(n,)``.  The
+output is ``(n,)`` for a scalar-output model and ``(n, k)`` for ``k > 1`` outputs.
+
+The NTK parameterization (Section 3.3 of Liu, Zhu & Belkin 2020): every weight is drawn from
+N(0, 1) and every layer divides by the square root of its fan-in,
+α̃⁽ˡ⁾ = W⁽ˡ⁾ α⁽ˡ⁻¹⁾ / √m_{l−1},  α⁽ˡ⁾ = σ(α̃⁽ˡ⁾),  f = vᵀ α⁽ᴸ⁾ / √m_L      (Eq. 19 and 22),
+with m₀ = d for the first layer (for d = 1 this is exactly Eq. 8 and Eq. 16).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from . import _validation as V
+from .activations import Activation, get_activation
+
+Array = jax.Array
+PyTree = Any
+HIGHEST = jax.lax.Precision.HIGHEST
+
+_static = dict(static=True)
+
+
+def _inputs(x: Any, input_dim: int) -> Array:
+    """Validate inputs and return them as ``(n, d)``."""
+    x = V.array("x", x, ndim=(1, 2))
+    if x.ndim == 1:
+        if input_dim != 1:
+            raise ValueError(f"x must have shape (n, {input_dim}); got shape {tuple(x.shape)}")
+        x = x[:, None]
+    if x.shape[1] != input_dim:
+        raise ValueError(f"x must have shape (n, {input_dim}); got shape {tuple(x.shape)}")
+    return x
+
+
+def _dense(a: Array, w: Array) -> Array:
+    """a @ wᵀ / √fan_in with full float32 precision on every backend (no TF32 on GPUs)."""
+    return jnp.matmul(a, w.T, precision=HIGHEST) / math.sqrt(w.shape[1])
+
+
+def _squeeze_output(f: Array) -> Array:
+    return f[:, 0] if f.shape[-1] == 1 else f
+
+
+# ---------------------------------------------------------------------------------------------
+# One hidden layer, Eq. (8)
+# ---------------------------------------------------------------------------------------------
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class ShallowNetwork:
+    """f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx / √d) — Eq. (8) of Liu, Zhu & Belkin (2020).
+
+    Trainable parameters ``{"w": (m, d)}``; the output weights ``v ∈ {±1}^m`` are fixed (a leaf of
+    the model, not of ``params``).  Its Hessian in w is diagonal (Eq. 9):
+    H_ii = vᵢ σ''(wᵢx) x² / √m for d = 1.
+    """
+
+    v: Array
+    activation: Activation = field(metadata=_static)
+    input_dim: int = field(metadata=_static)
+
+    @property
+    def width(self) -> int:
+        return int(self.v.shape[0])
+
+    def hidden(self, params: PyTree, x: Any) -> Array:
+        """Hidden-layer values α(x) = σ(w x / √d), shape (n, m)."""
+        return self.activation(_dense(_inputs(x, self.input_dim), params["w"]))
+
+    def apply(self, params: PyTree, x: Any) -> Array:
+        """Network output, shape (n,)."""
+        return jnp.matmul(self.hidden(params, x), self.v, precision=HIGHEST) / math.sqrt(self.width)
+
+
+def shallow_network(
+    key: Array,
+    width: int,
+    *,
+    input_dim: int = 1,
+    activation: str | Activation = "tanh",
+    dtype: Any = jnp.float32,
+) -> tuple[ShallowNetwork, PyTree]:
+    """Initialize the network of Eq. (8): wᵢ ~ N(0, 1) (trainable), vᵢ uniform on {±1} (fixed).
+
+    Returns:
+        ``(model, params)`` with ``params = {"w": (width, input_dim)}``.
+    """
+    width = V.positive_int("width", width)
+    input_dim = V.positive_int("input_dim", input_dim)
+    dtype = V.float_dtype("dtype", dtype)
+    act = get_activation(activation)
+    k_w, k_v = jax.random.split(key)
+    w = jax.random.normal(k_w, (width, input_dim), dtype)
+    v = jax.random.rademacher(k_v, (width,), dtype)
+    return ShallowNetwork(v=v, activation=act, input_dim=input_dim), {"w": w}
+
+
+# ---------------------------------------------------------------------------------------------
+# Fully connected networks of depth L, Eq. (19) and (22)
+# ---------------------------------------------------------------------------------------------
+
+
+class ForwardPass(NamedTuple):
+    """All intermediate values of an :class:`MLP` on a batch.
+
+    Attributes:
+        pre: pre-activations α̃⁽ˡ⁾, l = 1..L, each (n, m_l).
+        post: activations α⁽ˡ⁾, l = 0..L, each (n, m_l); ``post[0]`` is the input x.
+        output: f, (n,) or (n, k).
+    """
+
+    pre: list[Array]
+    post: list[Array]
+    output: Array
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class MLP:
+    """Fully connected network with a linear output layer, Eq. (19)/(22).
+
+    α⁽⁰⁾ = x,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m_{l−1} (+ b⁽ˡ⁾),  α⁽ˡ⁾ = σ_l(α̃⁽ˡ⁾),  f = vᵀα⁽ᴸ⁾/√m_L.
+
+    Trainable parameters ``{"layers": [{"W": (m_l, m_{l−1}), "b": (m_l,)?}, ...], "v": (m_L, k)}``;
+    when the output layer is fixed, ``v`` lives on the model instead (``fixed_v``) and is absent from
+    ``params``.  Each hidden layer may have its own activation (e.g. the identity bottleneck of
+    Eq. 31).
+    """
+
+    fixed_v: Array | None
+    widths: tuple[int, ...] = field(metadata=_static)
+    activations: tuple[Activation, ...] = field(metadata=_static)
+    input_dim: int = field(metadata=_static)
+    output_dim: int = field(metadata=_static)
+    use_bias: bool = field(metadata=_static)
+
+    @property
+    def depth(self) -> int:
+        return len(self.widths)
+
+    def forward(self, params: PyTree, x: Any) -> ForwardPass:
+        """Run the network and keep every pre-activation and activation."""
+        a = _inputs(x, self.input_dim)
+        pre, post = [], [a]
+        for layer, act in zip(params["layers"], self.activations, strict=True):
+            z = _dense(a, layer["W"])
+            if self.use_bias:
+                z = z + layer["b"]
+            a = act(z)
+            pre.append(z)
+            post.append(a)
+        v = self.fixed_v if self.fixed_v is not None else params["v"]
+        f = jnp.matmul(a, v, precision=HIGHEST) / math.sqrt(self.widths[-1])
+        return ForwardPass(pre, post, _squeeze_output(f))
+
+    def apply(self, params: PyTree, x: Any) -> Array:
+        """Network output, (n,) for one output, (n, k) for k > 1."""
+        return self.forward(params, x).output
+
+
+def mlp(
+    key: Array,
+    widths: int | Sequence[int],
+    *,
+    input_dim: int = 1,
+    output_dim: int = 1,
+    activation: str | Activation | Sequence[str | Activation] = "tanh",
+    use_bias: bool = False,
+    train_output: bool = True,
+    dtype: Any = jnp.float32,
+) -> tuple[MLP, PyTree]:
+    """Initialize a fully connected NTK-parameterized network (all weights N(0, 1)).
+
+    Args:
+        key: PRNG key.
+        widths: hidden-layer widths (m_1, ..., m_L); an int means one hidden layer.
+        input_dim: d.
+        output_dim: k (the output has shape (n,) when k = 1).
+        activation: one activation for every hidden layer, or one per layer.
+        use_bias: add b⁽ˡ⁾ ~ N(0, 1) to every pre-activation.
+        train_output: if False the output weights are fixed (stored on the model).
+        dtype: parameter dtype (float64 needs ``jax_enable_x64``).
+
+    Returns:
+        ``(model, params)``.
+    """
+    widths = V.int_tuple("widths", widths)
+    input_dim = V.positive_int("input_dim", input_dim)
+    output_dim = V.positive_int("output_dim", output_dim)
+    dtype = V.float_dtype("dtype", dtype)
+    if isinstance(activation, (str, Activation)):
+        acts = tuple(get_activation(activation) for _ in widths)
+    else:
+        acts = tuple(get_activation(a) for a in activation)
+        if len(acts) != len(widths):
+            raise ValueError(f"activation: got {len(acts)} activations for {len(widths)} hidden layers")
+    keys = jax.random.split(key, len(widths) + 1)
+    layers, fan_in = [], input_dim
+    for k, m in zip(keys[:-1], widths, strict=True):
+        kw, kb = jax.random.split(k)
+        layer = {"W": jax.random.normal(kw, (m, fan_in), dtype)}
+        if use_bias:
+            layer["b"] = jax.random.normal(kb, (m,), dtype)
+        layers.append(layer)
+        fan_in = m
+    v = jax.random.normal(keys[-1], (widths[-1], output_dim), dtype)
+    params: dict[str, Any] = {"layers": layers}
+    if train_output:
+        params["v"] = v
+    model = MLP(
+        fixed_v=None if train_output else v,
+        widths=widths,
+        activations=acts,
+        input_dim=input_dim,
+        output_dim=output_dim,
+        use_bias=bool(use_bias),
+    )
+    return model, params
+
+
+# ---------------------------------------------------------------------------------------------
+# Non-linear output layer, Eq. (26)
+# ---------------------------------------------------------------------------------------------
+
+OUTPUT_MAPS = ("softmax",)
+"""Output maps φ that are not elementwise activations."""
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class NonLinearOutput:
+    """f̃(w; x) = φ(f(w; x)) — Eq. (26): any model with a non-linear map on its output.
+
+    ``phi`` is an elementwise activation (applied to every output) or ``"softmax"`` (over the k
+    outputs).  The parameters are those of the base model.
+    """
+
+    base: Any
+    phi: Activation | str = field(metadata=_static)
+
+    def output_map(self, f: Array) -> Array:
+        if self.phi == "softmax":
+            return jax.nn.softmax(f, axis=-1)
+        return self.phi(f)
+
+    def apply(self, params: PyTree, x: Any) -> Array:
+        return self.output_map(self.base.apply(params, x))
+
+
+def nonlinear_output(base: Any, phi: str | Activation) -> NonLinearOutput:
+    """Wrap ``base`` (any object with ``apply(params, x)``) with the output map φ of Eq. (26)."""
+    if not hasattr(base, "apply") or not callable(base.apply):
+        raise TypeError(f"base must be a model with an apply(params, x) method, got {type(base).__name__}")
+    if isinstance(phi, str) and phi in OUTPUT_MAPS:
+        return NonLinearOutput(base=base, phi=phi)
+    return NonLinearOutput(base=base, phi=get_activation(phi))
+
+
+# ---------------------------------------------------------------------------------------------
+# Models that are linear in their parameters
+# ---------------------------------------------------------------------------------------------
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class RandomFeatures:
+    """f(w; x) = wᵀφ(x) + f₀(x) with a fixed non-linear feature map (Proposition 2.2's form).
+
+    φ(x) = σ(U x / √d) / √M with fixed U ∈ ℝ^{M×d}, and f₀(x) = cᵀσ(U x / √d)/√M with fixed c.
+    Linear in w, non-linear in x: its tangent kernel K(x, z) = φ(x)ᵀφ(z) does not depend on w.
+    Trainable parameters ``{"w": (M,)}``.
+    """
+
+    U: Array
+    c: Array
+    activation: Activation = field(metadata=_static)
+
+    @property
+    def num_features(self) -> int:
+        return int(self.U.shape[0])
+
+    def features(self, x: Any) -> Array:
+        """φ(x), shape (n, M)."""
+        x = _inputs(x, int(self.U.shape[1]))
+        return self.activation(_dense(x, self.U)) / math.sqrt(self.num_features)
+
+    def apply(self, params: PyTree, x: Any) -> Array:
+        phi = self.features(x)
+        return jnp.matmul(phi, params["w"] + self.c, precision=HIGHEST)
+
+
+def random_features(
+    key: Array,
+    num_features: int,
+    *,
+    input_dim: int = 1,
+    activation: str | Activation = "tanh",
+    dtype: Any = jnp.float32,
+) -> tuple[RandomFeatures, PyTree]:
+    """A random-features model; U, c, w all N(0, 1).  Returns ``(model, params)``."""
+    num_features = V.positive_int("num_features", num_features)
+    input_dim = V.positive_int("input_dim", input_dim)
+    dtype = V.float_dtype("dtype", dtype)
+    k_u, k_c, k_w = jax.random.split(key, 3)
+    model = RandomFeatures(
+        U=jax.random.normal(k_u, (num_features, input_dim), dtype),
+        c=jax.random.normal(k_c, (num_features,), dtype),
+        activation=get_activation(activation),
+    )
+    return model, {"w": jax.random.normal(k_w, (num_features,), dtype)}
+
+
+def linearize(apply_fn: Callable[[PyTree, Any], Array], params0: PyTree) -> Callable[[PyTree, Any], Array]:
+    """The first-order Taylor model around ``params0`` (the "linearized network"):
+
+    f_lin(w; x) = f(w₀; x) + ∇_w f(w₀; x)ᵀ (w − w₀),
+
+    computed with one Jacobian-vector product (no Jacobian is formed).  It is linear in w with the
+    non-linear feature map φ(x) = ∇_w f(w₀; x), so by Proposition 2.2 its tangent kernel is constant.
+    """
+    V.callable_("apply_fn", apply_fn)
+    V.pytree_of_arrays("params0", params0)
+
+    def apply_lin(params: PyTree, x: Any) -> Array:
+        delta = jax.tree_util.tree_map(jnp.subtract, params, params0)
+        f0, df = jax.jvp(lambda p: apply_fn(p, x), (params0,), (delta,))
+        return f0 + df
+
+    return apply_lin

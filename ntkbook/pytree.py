@@ -1,0 +1,118 @@
+"""Small linear-algebra helpers on parameter pytrees.
+
+Parameters of every model in the book are pytrees (nested dicts/lists of arrays).  The Hessian and
+kernel code treats them as one flat vector w ∈ ℝ^P; these helpers do the vector-space operations
+without flattening (norms, inner products, axpy, random directions, points in a ball).
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _validation as V
+
+PyTree = Any
+
+
+def num_params(tree: PyTree) -> int:
+    """P, the total number of scalar entries."""
+    return int(sum(np.prod(leaf.shape, dtype=np.int64) for leaf in jax.tree_util.tree_leaves(tree)))
+
+
+def tree_dot(a: PyTree, b: PyTree) -> jax.Array:
+    """⟨a, b⟩ summed over all leaves (accumulated in the leaves' dtype)."""
+    parts = jax.tree_util.tree_map(lambda x, y: jnp.vdot(x, y), a, b)
+    return sum(jax.tree_util.tree_leaves(parts))
+
+
+def tree_norm(a: PyTree) -> jax.Array:
+    """Euclidean norm ‖a‖ of the flattened pytree."""
+    return jnp.sqrt(tree_dot(a, a))
+
+
+def tree_max_abs(a: PyTree) -> jax.Array:
+    """‖a‖_∞ of the flattened pytree."""
+    return jnp.max(jnp.stack([jnp.max(jnp.abs(x)) for x in jax.tree_util.tree_leaves(a)]))
+
+
+def tree_axpy(alpha: Any, x: PyTree, y: PyTree) -> PyTree:
+    """y + α·x, leafwise."""
+    return jax.tree_util.tree_map(lambda xi, yi: yi + alpha * xi, x, y)
+
+
+def tree_sub(a: PyTree, b: PyTree) -> PyTree:
+    return jax.tree_util.tree_map(jnp.subtract, a, b)
+
+
+def tree_scale(alpha: Any, a: PyTree) -> PyTree:
+    return jax.tree_util.tree_map(lambda x: alpha * x, a)
+
+
+def tree_normal_like(key: jax.Array, tree: PyTree) -> PyTree:
+    """Independent standard normal entries with the structure, shapes and dtypes of ``tree``."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    keys = jax.random.split(key, len(leaves))
+    new = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+    return jax.tree_util.tree_unflatten(treedef, new)
+
+
+def random_direction(key: jax.Array, tree: PyTree) -> PyTree:
+    """A direction uniformly distributed on the unit sphere of ℝ^P (P = num_params(tree))."""
+    g = tree_normal_like(key, tree)
+    return tree_scale(1.0 / tree_norm(g), g)
+
+
+def point_on_sphere(key: jax.Array, center: PyTree, radius: float) -> PyTree:
+    """A uniformly random point with ‖w − center‖ = radius."""
+    return tree_axpy(radius, random_direction(key, center), center)
+
+
+def point_in_ball(key: jax.Array, center: PyTree, radius: float) -> PyTree:
+    """A uniformly random point of the ball B(center, radius) ⊂ ℝ^P.
+
+    The radius is R·U^{1/P} with U uniform on (0, 1); in high dimension almost all the volume is
+    near the sphere, so for large P this is close to :func:`point_on_sphere`.
+    """
+    radius = V.positive_float("radius", radius, allow_zero=True)
+    k_dir, k_rad = jax.random.split(key)
+    p = num_params(center)
+    r = radius * jax.random.uniform(k_rad) ** (1.0 / p)
+    return tree_axpy(r, random_direction(k_dir, center), center)
+
+
+class FlatSpec(NamedTuple):
+    """Static description of a pytree, enough to flatten and unflatten it inside ``jit``.
+
+    Hashable (unlike the closure returned by ``jax.flatten_util.ravel_pytree``), so functions that
+    take it as a static argument are compiled once per model structure.
+    """
+
+    treedef: Any
+    shapes: tuple[tuple[int, ...], ...]
+    dtype: Any
+
+    @property
+    def size(self) -> int:
+        return int(sum(int(np.prod(s, dtype=np.int64)) for s in self.shapes))
+
+    def ravel(self, tree: PyTree) -> jax.Array:
+        leaves = jax.tree_util.tree_leaves(tree)
+        return jnp.concatenate([jnp.ravel(x).astype(self.dtype) for x in leaves])
+
+    def unravel(self, flat: jax.Array) -> PyTree:
+        sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
+        splits = np.cumsum(sizes)[:-1].tolist()
+        parts = jnp.split(flat, splits)
+        leaves = [p.reshape(s) for p, s in zip(parts, self.shapes, strict=True)]
+        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+
+
+def flat_spec(tree: PyTree) -> FlatSpec:
+    """The :class:`FlatSpec` of ``tree``; all leaves are promoted to one common floating dtype."""
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    dtype = jnp.result_type(*[x.dtype for x in leaves])
+    return FlatSpec(treedef, tuple(tuple(x.shape) for x in leaves), jnp.dtype(dtype))

@@ -1,0 +1,141 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ntkbook as nb
+from ntkbook import hessian, models
+
+
+def _mlp_fn(seed, widths=(12, 10), activation="tanh", dtype=jnp.float64):
+    model, params = models.mlp(jax.random.key(seed), widths, input_dim=3, activation=activation, dtype=dtype)
+    x = jax.random.normal(jax.random.key(seed + 100), (3,), dtype)
+    return hessian.at_input(model.apply, x), params
+
+
+@pytest.mark.parametrize("method", ["lanczos", "arpack"])
+@pytest.mark.parametrize("seed,widths,activation", [(0, (12, 10), "tanh"), (1, (20,), "softplus"),
+                                                    (2, (8, 8, 8), "sigmoid"), (3, (15, 6), "swish")])
+def test_spectral_norm_matches_dense_eigvalsh(x64, method, seed, widths, activation):
+    fn, params = _mlp_fn(seed, widths, activation)
+    ref = hessian.dense_spectral_norm(fn, params)
+    res = nb.hessian_spectral_norm(fn, params, tol=1e-8, method=method)
+    assert res.converged
+    assert abs(res.value - ref) / ref <= 1e-6
+    assert res.residual <= 1e-6
+    assert res.iterations >= 1 and res.products >= res.iterations
+
+
+def test_thick_restart_path(x64):
+    """A tiny basis forces several restarts; the answer must not change."""
+    fn, params = _mlp_fn(4, (30, 30))
+    ref = hessian.dense_spectral_norm(fn, params)
+    res = nb.hessian_spectral_norm(fn, params, tol=1e-9, basis_size=6, max_iter=5000)
+    assert res.converged and res.iterations > 6
+    assert abs(res.value - ref) / ref <= 1e-6
+    # the returned eigenvector is a unit eigenvector of the dense Hessian
+    h = np.asarray(hessian.dense_hessian(fn, params))
+    u = np.asarray(nb.pytree.flat_spec(params).ravel(res.eigenvector))
+    assert np.linalg.norm(u) == pytest.approx(1.0)
+    assert np.linalg.norm(h @ u - res.eigenvalue * u) <= 1e-6 * res.value
+
+
+def test_shallow_hessian_is_the_closed_form_diagonal(x64):
+    """Eq. (9): H_ij = v_i σ''(w_i x) x² / √m · 1{i=j}."""
+    m, x = 25, 1.7
+    model, params = models.shallow_network(jax.random.key(5), m, activation="tanh", dtype=jnp.float64)
+    h = np.asarray(hessian.dense_hessian(hessian.at_input(model.apply, jnp.array(x)), params))
+    w = np.asarray(params["w"][:, 0])
+    t = np.tanh(w * x)
+    closed = np.asarray(model.v) * (-2 * t * (1 - t**2)) * x**2 / np.sqrt(m)
+    np.testing.assert_allclose(h, np.diag(closed), atol=1e-14)
+
+
+def test_hvp_and_fixed_steps(x64):
+    fn, params = _mlp_fn(6)
+    h = np.asarray(hessian.dense_hessian(fn, params))
+    spec = nb.pytree.flat_spec(params)
+    v = jax.random.normal(jax.random.key(7), (spec.size,), jnp.float64)
+    hv = spec.ravel(hessian.hvp(fn, params, spec.unravel(v)))
+    np.testing.assert_allclose(hv, h @ np.asarray(v), rtol=1e-11, atol=1e-12)
+    out = hessian.lanczos_fixed_steps(fn, params, num_steps=spec.size)
+    lam = np.linalg.eigvalsh(h)
+    assert float(out["value"]) == pytest.approx(np.max(np.abs(lam)), rel=1e-8)
+    assert float(out["lambda_min"]) == pytest.approx(lam[0], rel=1e-8)
+
+
+def test_fixed_steps_vmap_over_inputs(x64):
+    model, params = models.mlp(jax.random.key(8), (10,), input_dim=2, dtype=jnp.float64)
+
+    def f(p, x):
+        return model.apply(p, x[None])[0]
+
+    xs = jax.random.normal(jax.random.key(9), (4, 2), jnp.float64)
+    batched = jax.vmap(lambda x: hessian.lanczos_fixed_steps(f, params, (x,), num_steps=30)["value"])(xs)
+    refs = [hessian.dense_spectral_norm(f, params, x) for x in xs]
+    np.testing.assert_allclose(batched, refs, rtol=1e-8)
+
+
+def test_zero_hessian_of_a_linear_model():
+    model, params = models.random_features(jax.random.key(10), 50, input_dim=2)
+    res = nb.hessian_spectral_norm(hessian.at_input(model.apply, jnp.ones(2)), params)
+    assert res.value == 0.0 and res.converged
+
+
+def test_tiny_parameter_counts(x64):
+    def f(p):
+        return jnp.sin(p["a"][0]) * 3.0
+
+    res = nb.hessian_spectral_norm(f, {"a": jnp.array([0.4])})
+    assert res.value == pytest.approx(3 * np.sin(0.4), rel=1e-12)
+
+    def g(p):
+        return p[0] ** 2 * p[1]
+
+    w = jnp.array([1.0, 2.0])
+    ref = np.max(np.abs(np.linalg.eigvalsh(np.array([[4.0, 2.0], [2.0, 0.0]]))))
+    for method in ("lanczos", "arpack"):
+        assert nb.hessian_spectral_norm(g, w, method=method).value == pytest.approx(ref, rel=1e-10)
+
+
+def test_extra_args_reuse_one_function(x64):
+    model, params = models.mlp(jax.random.key(11), (9,), input_dim=2, dtype=jnp.float64)
+
+    def f(p, x):
+        return model.apply(p, x[None])[0]
+
+    for x in jax.random.normal(jax.random.key(12), (3, 2), jnp.float64):
+        res = nb.hessian_spectral_norm(f, params, args=(x,), tol=1e-10)
+        assert res.value == pytest.approx(hessian.dense_spectral_norm(f, params, x), rel=1e-8)
+
+
+def test_validation():
+    fn, params = _mlp_fn(0, dtype=jnp.float32)
+    with pytest.raises(ValueError, match="must return a scalar"):
+        nb.hessian_spectral_norm(lambda p: p["layers"][0]["W"], params)
+    with pytest.raises(ValueError, match="tol must be a finite number > 0"):
+        nb.hessian_spectral_norm(fn, params, tol=-1.0)
+    with pytest.raises(ValueError, match="max_iter must be an integer >= 1"):
+        nb.hessian_spectral_norm(fn, params, max_iter=0)
+    with pytest.raises(ValueError, match="unknown method 'power'"):
+        nb.hessian_spectral_norm(fn, params, method="power")
+    with pytest.raises(TypeError, match="args must be a tuple"):
+        nb.hessian_spectral_norm(fn, params, args=[1.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        nb.hessian_spectral_norm(fn, jax.tree_util.tree_map(lambda a: a * jnp.nan, params))
+    big = {"w": jnp.zeros(hessian.DENSE_MAX_PARAMS + 1)}
+    with pytest.raises(ValueError, match="matrix-free"):
+        hessian.dense_hessian(lambda p: jnp.sum(p["w"] ** 3), big)
+    model, params2 = models.mlp(jax.random.key(0), (4,), input_dim=2, output_dim=2)
+    with pytest.raises(ValueError, match="output=<index>"):
+        hessian.at_input(model.apply, jnp.ones(2))(params2)
+
+
+def test_large_problem_path(x64, monkeypatch):
+    """The path used for P ≥ CHUNK_MAX_PARAMS (one step per round trip, bucketed rows), on a small P."""
+    monkeypatch.setattr(hessian, "CHUNK_MAX_PARAMS", 0)
+    fn, params = _mlp_fn(13, (25, 20))
+    ref = hessian.dense_spectral_norm(fn, params)
+    res = nb.hessian_spectral_norm(fn, params, tol=1e-9, basis_size=12, max_iter=3000)
+    assert res.converged and res.products == res.iterations + 1  # nothing wasted in this mode
+    assert abs(res.value - ref) / ref <= 1e-7

@@ -1,0 +1,98 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ntkbook as nb
+from conftest import reference_jacobian
+from ntkbook import kernels, models
+
+
+def pytree_model():
+    """A model whose parameters are a nested dict/list/tuple pytree, with mixed leaf ranks."""
+    keys = jax.random.split(jax.random.key(0), 4)
+    params = {
+        "a": [jax.random.normal(keys[0], (3, 5), jnp.float64), (jax.random.normal(keys[1], (5,), jnp.float64),)],
+        "b": {"scale": jax.random.normal(keys[2], (), jnp.float64), "out": jax.random.normal(keys[3], (5, 2), jnp.float64)},
+    }
+
+    def apply(p, x):
+        h = jnp.tanh(x @ p["a"][0] + p["a"][1][0]) * p["b"]["scale"]
+        return jnp.sin(h) @ p["b"]["out"] + h[:, :2] ** 2
+
+    return apply, params
+
+
+@pytest.mark.parametrize("method", ["jacobian", "ntvp", "auto"])
+def test_ntk_equals_explicit_jacobian_product(x64, method):
+    apply, params = pytree_model()
+    x1 = jax.random.normal(jax.random.key(1), (4, 3), jnp.float64)
+    x2 = jax.random.normal(jax.random.key(2), (6, 3), jnp.float64)
+    k = nb.empirical_ntk(apply, params, x1, x2, method=method)
+    assert k.shape == (4, 6, 2, 2)
+    j1 = reference_jacobian(apply, params, x1).reshape(4, 2, -1)
+    j2 = reference_jacobian(apply, params, x2).reshape(6, 2, -1)
+    ref = np.einsum("iap,jbp->ijab", j1, j2)
+    np.testing.assert_allclose(k, ref, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["jacobian", "ntvp"])
+def test_scalar_and_single_output_shapes(method):
+    model, params = models.mlp(jax.random.key(3), (16, 16), input_dim=2)
+    x = jax.random.normal(jax.random.key(4), (5, 2))
+    k = nb.empirical_ntk(model.apply, params, x, method=method)
+    assert k.shape == (5, 5)
+    np.testing.assert_allclose(k, k.T, rtol=1e-5)
+    k1 = nb.empirical_ntk(lambda p, x: model.apply(p, x)[:, None], params, x, method=method)
+    assert k1.shape == (5, 5)  # k == 1 output: still (n1, n2)
+    np.testing.assert_allclose(k1, k, rtol=1e-6)
+
+
+def test_methods_agree_float32():
+    model, params = models.mlp(jax.random.key(5), (64, 64), input_dim=3, output_dim=3, activation="relu")
+    x1 = jax.random.normal(jax.random.key(6), (7, 3))
+    x2 = jax.random.normal(jax.random.key(7), (5, 3))
+    kj = nb.empirical_ntk(model.apply, params, x1, x2, method="jacobian")
+    kn = nb.empirical_ntk(model.apply, params, x1, x2, method="ntvp", batch_size=4)
+    assert float(jnp.max(jnp.abs(kj - kn)) / jnp.max(jnp.abs(kj))) < 1e-5
+
+
+def test_shallow_kernel_closed_form(x64):
+    """K(x, z) = (1/m) Σ v_i² x z σ'(w_i x) σ'(w_i z) for Eq. (8) with d = 1."""
+    model, params = models.shallow_network(jax.random.key(8), 40, activation="softplus", dtype=jnp.float64)
+    x = jnp.array([0.3, -1.2, 2.0])
+    w = np.asarray(params["w"][:, 0])
+    sig = 1 / (1 + np.exp(-np.outer(np.asarray(x), w)))  # softplus' = sigmoid
+    ref = (np.asarray(x)[:, None] * sig) @ (np.asarray(x)[:, None] * sig).T / 40
+    np.testing.assert_allclose(nb.empirical_ntk(model.apply, params, x), ref, rtol=1e-12)
+    np.testing.assert_allclose(kernels.kernel_diagonal(model.apply, params, x), np.diag(ref), rtol=1e-12)
+
+
+def test_flatten_and_relative_change():
+    k = jnp.arange(2 * 3 * 2 * 2, dtype=jnp.float32).reshape(2, 3, 2, 2)
+    flat = kernels.flatten_ntk(k)
+    assert flat.shape == (4, 6)
+    assert flat[1 * 2 + 1, 2 * 2 + 0] == k[1, 2, 1, 0]
+    assert float(kernels.relative_change(k, k)) == 0.0
+    assert float(kernels.relative_change(2 * k, k)) == pytest.approx(1.0)
+
+
+def test_ntk_validation():
+    model, params = models.mlp(jax.random.key(0), (4,), input_dim=2)
+    x = jnp.ones((3, 2))
+    with pytest.raises(ValueError, match="unknown method 'fast'"):
+        nb.empirical_ntk(model.apply, params, x, method="fast")
+    with pytest.raises(ValueError, match="x1 contains non-finite"):
+        nb.empirical_ntk(model.apply, params, x.at[0, 0].set(jnp.inf))
+    with pytest.raises(ValueError, match=r"apply_fn\(params, x\) failed"):
+        nb.empirical_ntk(model.apply, params, jnp.ones((3, 5)))
+    with pytest.raises(ValueError, match="must return shape"):
+        nb.empirical_ntk(lambda p, x: model.apply(p, x).sum(), params, x)
+    with pytest.raises(ValueError, match="params must be a non-empty pytree"):
+        nb.empirical_ntk(model.apply, {}, x)
+    with pytest.raises(TypeError, match="apply_fn must be callable"):
+        nb.empirical_ntk("model", params, x)
+    with pytest.raises(TypeError, match="integer"):
+        nb.empirical_ntk(model.apply, params, x, method="ntvp", batch_size=0.5)
+    with pytest.raises(ValueError, match="scalar-output"):
+        kernels.kernel_diagonal(lambda p, x: jnp.stack([model.apply(p, x)] * 2, 1), params, x)
