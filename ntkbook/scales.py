@@ -53,6 +53,11 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
         "paper": dict(widths=(10, 100, 1000, 10_000, 100_000, 1_000_000), inputs=(0.5, 1.0, 2.0), seeds=10,
                       tol=1e-5),
     },
+    # Chapter 3 — transition to linearity with a linear output layer (2020, Section 3) ----------
+    # Chapters 4–5 — what breaks linearity; lazy training (2020, Sections 1.1, 4, 5, App. A) --
+    # Chapter 6 — reproduction of the 2020 experiments (Section 6, Appendix B) -----------------
+    # Chapter 7 — assembling weak models (2022) ---------------------------------------------
+    # Chapters 8–9 — Khatri–Rao products and moderate overparameterization (Oymak & Soltanolkotabi)
 }
 
 

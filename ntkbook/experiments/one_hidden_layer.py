@@ -85,6 +85,7 @@ def dfdalpha_norms(model: ShallowNetwork) -> tuple[float, float]:
     return float(jnp.max(jnp.abs(g))), float(jnp.linalg.norm(g))
 
 
+@cache
 def kernel_limit(activation: Activation, x: float) -> tuple[float, float]:
     """x² E[σ'(wx)²] (Eq. 10, m → ∞) and the standard deviation of one term x²σ'(wx)², w ~ N(0, 1).
 
@@ -100,6 +101,49 @@ def kernel_limit(activation: Activation, x: float) -> tuple[float, float]:
     return mean, math.sqrt(max(second - mean**2, 0.0))
 
 
+SWEEP_FIELDS = ("width", "seed", "x", "hessian", "hessian_closed", "residual", "iterations", "bound", "kernel",
+                "kernel_limit", "kernel_sd", "dfdalpha_inf", "dfdalpha_2")
+
+
+def sweep_pieces(settings: Mapping[str, Any]) -> list[dict[str, int]]:
+    """The independent pieces of the sweep: one per (width, seed)."""
+    return [{"width": int(m), "seed": s} for m in settings["widths"] for s in range(settings["seeds"])]
+
+
+def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
+                key: Array | None = None) -> dict[str, list]:
+    """One (width, seed): the network of Eq. (8) and, for every input x, the row of :func:`width_sweep`."""
+    act = get_activation(activation)
+    f = output_fn(act)
+    grad = _grad_fn(act)
+    m, s = piece["width"], piece["seed"]
+    key = jax.random.key(0) if key is None else key
+    model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), m, activation=act)
+    inf_norm, two_norm = dfdalpha_norms(model)
+    rows: dict[str, list] = {k: [] for k in SWEEP_FIELDS}
+    for x in settings["inputs"]:
+        xa = jnp.asarray(x, params["w"].dtype)
+        res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings["tol"], max_iter=20_000)
+        g = grad(params, xa, model.v)
+        mean, sd = kernel_limit(act, float(x))
+        values = (m, s, x, res.value, float(jnp.max(jnp.abs(closed_form_hessian_diagonal(model, params, x)))),
+                  res.residual, res.iterations, act.smoothness * x**2 / math.sqrt(m), float(jnp.sum(g["w"] ** 2)),
+                  mean, sd / math.sqrt(m), inf_norm, two_norm)
+        for k, v in zip(SWEEP_FIELDS, values, strict=True):
+            rows[k].append(v)
+    return rows
+
+
+@cache
+def _grad_fn(activation: Activation):
+    return jax.jit(jax.grad(output_fn(activation)))
+
+
+def assemble_sweep(pieces: list, results: list[Mapping[str, list]]) -> dict[str, np.ndarray]:
+    """Concatenate the rows of all pieces into equal-length arrays."""
+    return {k: np.asarray([v for r in results for v in r[k]]) for k in SWEEP_FIELDS}
+
+
 def width_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Hessian norm and kernel of Eq. (8) across widths, seeds and inputs.
 
@@ -108,36 +152,10 @@ def width_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "t
     ``iterations``, ``bound`` (β_σ x² / √m), ``kernel`` (‖∇_w f‖² by autodiff), ``kernel_limit``,
     ``kernel_sd`` (sd/√m of the kernel at this width), ``dfdalpha_inf``, ``dfdalpha_2``.
     """
-    act = get_activation(activation)
-    f = output_fn(act)
-    grad = jax.jit(jax.grad(f))
-    limits = {x: kernel_limit(act, x) for x in settings["inputs"]}
-    rows: dict[str, list] = {k: [] for k in ("width", "seed", "x", "hessian", "hessian_closed", "residual",
-                                             "iterations", "bound", "kernel", "kernel_limit", "kernel_sd",
-                                             "dfdalpha_inf", "dfdalpha_2")}
-    jobs = [(m, s) for m in settings["widths"] for s in range(settings["seeds"])]
-    for m, s in progress(jobs, desc="width × seed"):
-        model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), m, activation=act)
-        inf_norm, two_norm = dfdalpha_norms(model)
-        for x in settings["inputs"]:
-            xa = jnp.asarray(x, params["w"].dtype)
-            res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings["tol"], max_iter=20_000)
-            g = grad(params, xa, model.v)
-            mean, sd = limits[x]
-            rows["width"].append(m)
-            rows["seed"].append(s)
-            rows["x"].append(x)
-            rows["hessian"].append(res.value)
-            rows["hessian_closed"].append(float(jnp.max(jnp.abs(closed_form_hessian_diagonal(model, params, x)))))
-            rows["residual"].append(res.residual)
-            rows["iterations"].append(res.iterations)
-            rows["bound"].append(act.smoothness * x**2 / math.sqrt(m))
-            rows["kernel"].append(float(jnp.sum(g["w"] ** 2)))
-            rows["kernel_limit"].append(mean)
-            rows["kernel_sd"].append(sd / math.sqrt(m))
-            rows["dfdalpha_inf"].append(inf_norm)
-            rows["dfdalpha_2"].append(two_norm)
-    return {k: np.asarray(v) for k, v in rows.items()}
+    pieces = sweep_pieces(settings)
+    results = [sweep_piece(p, settings, activation=activation, key=key)
+               for p in progress(pieces, desc="width × seed", total=len(pieces))]
+    return assemble_sweep(pieces, results)
 
 
 def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:

@@ -1,12 +1,4 @@
-"""NTK-parameterized models as pure functions on parameter pytrees.
-
-Every model is an immutable object with an ``apply(params, x)`` method; ``params`` is the pytree of
-*trainable* parameters, while fixed tensors (e.g. the ±1 output weights of Eq. 8) live on the model
-object.  Models are registered as JAX pytrees (fixed tensors are leaves, configuration is static),
-so they can be passed through ``jit`` and ``vmap`` like any other argument.
-
-Shapes: inputs ``x`` are ``(n, d)``; a model with ``input_dim == 1`` also accepts ``(n,)``.  The
-output is ``(n,)`` for a scalar-output model and ``(n, k)`` for ``k > 1`` outputs.
+"""Fully connected NTK-parameterized models: Eq. (8), Eq. (19)/(22), and random features.
 
 The NTK parameterization (Section 3.3 of Liu, Zhu & Belkin 2020): every weight is drawn from
 N(0, 1) and every layer divides by the square root of its fan-in,
@@ -17,43 +9,16 @@ with m₀ = d for the first layer (for d = 1 this is exactly Eq. 8 and Eq. 16).
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
 
-from . import _validation as V
-from .activations import Activation, get_activation
-
-Array = jax.Array
-PyTree = Any
-HIGHEST = jax.lax.Precision.HIGHEST
-
-_static = dict(static=True)
-
-
-def _inputs(x: Any, input_dim: int) -> Array:
-    """Validate inputs and return them as ``(n, d)``."""
-    x = V.array("x", x, ndim=(1, 2))
-    if x.ndim == 1:
-        if input_dim != 1:
-            raise ValueError(f"x must have shape (n, {input_dim}); got shape {tuple(x.shape)}")
-        x = x[:, None]
-    if x.shape[1] != input_dim:
-        raise ValueError(f"x must have shape (n, {input_dim}); got shape {tuple(x.shape)}")
-    return x
-
-
-def _dense(a: Array, w: Array) -> Array:
-    """a @ wᵀ / √fan_in with full float32 precision on every backend (no TF32 on GPUs)."""
-    return jnp.matmul(a, w.T, precision=HIGHEST) / math.sqrt(w.shape[1])
-
-
-def _squeeze_output(f: Array) -> Array:
-    return f[:, 0] if f.shape[-1] == 1 else f
-
+from .. import _validation as V
+from ..activations import Activation, get_activation
+from .common import HIGHEST, STATIC, Array, PyTree, dense, inputs, squeeze_output
 
 # ---------------------------------------------------------------------------------------------
 # One hidden layer, Eq. (8)
@@ -71,8 +36,8 @@ class ShallowNetwork:
     """
 
     v: Array
-    activation: Activation = field(metadata=_static)
-    input_dim: int = field(metadata=_static)
+    activation: Activation = field(metadata=STATIC)
+    input_dim: int = field(metadata=STATIC)
 
     @property
     def width(self) -> int:
@@ -80,7 +45,7 @@ class ShallowNetwork:
 
     def hidden(self, params: PyTree, x: Any) -> Array:
         """Hidden-layer values α(x) = σ(w x / √d), shape (n, m)."""
-        return self.activation(_dense(_inputs(x, self.input_dim), params["w"]))
+        return self.activation(dense(inputs(x, self.input_dim), params["w"]))
 
     def apply(self, params: PyTree, x: Any) -> Array:
         """Network output, shape (n,)."""
@@ -143,11 +108,11 @@ class MLP:
     """
 
     fixed_v: Array | None
-    widths: tuple[int, ...] = field(metadata=_static)
-    activations: tuple[Activation, ...] = field(metadata=_static)
-    input_dim: int = field(metadata=_static)
-    output_dim: int = field(metadata=_static)
-    use_bias: bool = field(metadata=_static)
+    widths: tuple[int, ...] = field(metadata=STATIC)
+    activations: tuple[Activation, ...] = field(metadata=STATIC)
+    input_dim: int = field(metadata=STATIC)
+    output_dim: int = field(metadata=STATIC)
+    use_bias: bool = field(metadata=STATIC)
 
     @property
     def depth(self) -> int:
@@ -155,10 +120,10 @@ class MLP:
 
     def forward(self, params: PyTree, x: Any) -> ForwardPass:
         """Run the network and keep every pre-activation and activation."""
-        a = _inputs(x, self.input_dim)
+        a = inputs(x, self.input_dim)
         pre, post = [], [a]
         for layer, act in zip(params["layers"], self.activations, strict=True):
-            z = _dense(a, layer["W"])
+            z = dense(a, layer["W"])
             if self.use_bias:
                 z = z + layer["b"]
             a = act(z)
@@ -166,7 +131,7 @@ class MLP:
             post.append(a)
         v = self.fixed_v if self.fixed_v is not None else params["v"]
         f = jnp.matmul(a, v, precision=HIGHEST) / math.sqrt(self.widths[-1])
-        return ForwardPass(pre, post, _squeeze_output(f))
+        return ForwardPass(pre, post, squeeze_output(f))
 
     def apply(self, params: PyTree, x: Any) -> Array:
         """Network output, (n,) for one output, (n, k) for k > 1."""
@@ -234,44 +199,6 @@ def mlp(
 
 
 # ---------------------------------------------------------------------------------------------
-# Non-linear output layer, Eq. (26)
-# ---------------------------------------------------------------------------------------------
-
-OUTPUT_MAPS = ("softmax",)
-"""Output maps φ that are not elementwise activations."""
-
-
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True, eq=False)
-class NonLinearOutput:
-    """f̃(w; x) = φ(f(w; x)) — Eq. (26): any model with a non-linear map on its output.
-
-    ``phi`` is an elementwise activation (applied to every output) or ``"softmax"`` (over the k
-    outputs).  The parameters are those of the base model.
-    """
-
-    base: Any
-    phi: Activation | str = field(metadata=_static)
-
-    def output_map(self, f: Array) -> Array:
-        if self.phi == "softmax":
-            return jax.nn.softmax(f, axis=-1)
-        return self.phi(f)
-
-    def apply(self, params: PyTree, x: Any) -> Array:
-        return self.output_map(self.base.apply(params, x))
-
-
-def nonlinear_output(base: Any, phi: str | Activation) -> NonLinearOutput:
-    """Wrap ``base`` (any object with ``apply(params, x)``) with the output map φ of Eq. (26)."""
-    if not hasattr(base, "apply") or not callable(base.apply):
-        raise TypeError(f"base must be a model with an apply(params, x) method, got {type(base).__name__}")
-    if isinstance(phi, str) and phi in OUTPUT_MAPS:
-        return NonLinearOutput(base=base, phi=phi)
-    return NonLinearOutput(base=base, phi=get_activation(phi))
-
-
-# ---------------------------------------------------------------------------------------------
 # Models that are linear in their parameters
 # ---------------------------------------------------------------------------------------------
 
@@ -288,7 +215,7 @@ class RandomFeatures:
 
     U: Array
     c: Array
-    activation: Activation = field(metadata=_static)
+    activation: Activation = field(metadata=STATIC)
 
     @property
     def num_features(self) -> int:
@@ -296,8 +223,8 @@ class RandomFeatures:
 
     def features(self, x: Any) -> Array:
         """φ(x), shape (n, M)."""
-        x = _inputs(x, int(self.U.shape[1]))
-        return self.activation(_dense(x, self.U)) / math.sqrt(self.num_features)
+        x = inputs(x, int(self.U.shape[1]))
+        return self.activation(dense(x, self.U)) / math.sqrt(self.num_features)
 
     def apply(self, params: PyTree, x: Any) -> Array:
         phi = self.features(x)
@@ -325,20 +252,3 @@ def random_features(
     return model, {"w": jax.random.normal(k_w, (num_features,), dtype)}
 
 
-def linearize(apply_fn: Callable[[PyTree, Any], Array], params0: PyTree) -> Callable[[PyTree, Any], Array]:
-    """The first-order Taylor model around ``params0`` (the "linearized network"):
-
-    f_lin(w; x) = f(w₀; x) + ∇_w f(w₀; x)ᵀ (w − w₀),
-
-    computed with one Jacobian-vector product (no Jacobian is formed).  It is linear in w with the
-    non-linear feature map φ(x) = ∇_w f(w₀; x), so by Proposition 2.2 its tangent kernel is constant.
-    """
-    V.callable_("apply_fn", apply_fn)
-    V.pytree_of_arrays("params0", params0)
-
-    def apply_lin(params: PyTree, x: Any) -> Array:
-        delta = jax.tree_util.tree_map(jnp.subtract, params, params0)
-        f0, df = jax.jvp(lambda p: apply_fn(p, x), (params0,), (delta,))
-        return f0 + df
-
-    return apply_lin

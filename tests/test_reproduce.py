@@ -1,0 +1,114 @@
+"""The reproduction runner: outputs, piece cache, resume after interruption, corrupted cache files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from ntkbook import reproduce, scales
+
+
+class Interrupt(Exception):
+    pass
+
+
+@pytest.fixture
+def toy(monkeypatch):
+    """A registered reproduction whose pieces square numbers and count their calls."""
+    monkeypatch.setitem(scales.TABLE, "toy", {s: {"n": 5, "offset": 0.5} for s in scales.SCALES})
+    calls = []
+    state = {"fail_at": None}
+
+    def compute(piece, settings):
+        if piece["i"] == state["fail_at"]:
+            raise Interrupt
+        calls.append(piece["i"])
+        return {"square": (piece["i"] + settings["offset"]) ** 2}
+
+    def plot(result, path):
+        path.write_bytes(b"\x89PNG fake")
+
+    r = reproduce.Reproduction(
+        name="toy", experiment="toy", description="squares",
+        pieces=lambda s: [{"i": i} for i in range(s["n"])],
+        compute=compute,
+        assemble=lambda s, pieces, results: {"squares": [r["square"] for r in results], "settings": {"rule": "i²"}},
+        plot=plot,
+    )
+    monkeypatch.setitem(reproduce.REGISTRY, "toy", r)
+    return calls, state
+
+
+def test_outputs_and_keys(toy, tmp_path):
+    calls, _ = toy
+    result = reproduce.run("toy", "ci", tmp_path)
+    on_disk = json.loads((tmp_path / "toy.json").read_text())
+    assert on_disk == result
+    for key in ("name", "scale", "settings", "seconds", "backend", "devices"):
+        assert key in on_disk
+    assert on_disk["squares"] == [0.25, 2.25, 6.25, 12.25, 20.25]
+    assert on_disk["settings"] == {"n": 5, "offset": 0.5, "rule": "i²"}
+    assert (tmp_path / "toy.png").exists() and calls == [0, 1, 2, 3, 4]
+    assert not list(tmp_path.glob(".*.tmp")) and not list(tmp_path.glob(".toy*"))
+
+
+def test_resume_after_interruption(toy, tmp_path):
+    calls, state = toy
+    state["fail_at"] = 3
+    with pytest.raises(Interrupt):
+        reproduce.run("toy", "ci", tmp_path)
+    assert calls == [0, 1, 2] and not (tmp_path / "toy.json").exists()
+    state["fail_at"] = None
+    result = reproduce.run("toy", "ci", tmp_path)
+    assert calls == [0, 1, 2, 3, 4]  # finished pieces were not recomputed
+    assert result["cached_pieces"] == 3
+    again = reproduce.run("toy", "ci", tmp_path)
+    assert calls == [0, 1, 2, 3, 4] and again["cached_pieces"] == 5
+    assert again["squares"] == result["squares"]
+
+
+def test_corrupted_cache_is_recomputed(toy, tmp_path):
+    calls, _ = toy
+    reproduce.run("toy", "ci", tmp_path)
+    files = sorted((tmp_path / ".cache" / "toy").glob("*/*.json"))
+    assert len(files) == 5
+    record = json.loads(files[0].read_text())
+    record["result"]["square"] = 1e9  # tampered: checksum no longer matches
+    files[0].write_text(json.dumps(record))
+    files[1].write_text("{ not json")
+    with pytest.warns(UserWarning, match="corrupted cache file"):
+        result = reproduce.run("toy", "ci", tmp_path)
+    assert len(calls) == 7 and result["cached_pieces"] == 3
+    assert 1e9 not in result["squares"]
+
+
+def test_settings_change_uses_a_new_cache(toy, tmp_path, monkeypatch):
+    calls, _ = toy
+    reproduce.run("toy", "ci", tmp_path)
+    monkeypatch.setitem(scales.TABLE["toy"], "ci", {"n": 5, "offset": 1.5})
+    result = reproduce.run("toy", "ci", tmp_path)
+    assert len(calls) == 10 and result["squares"][0] == 2.25
+
+
+def test_no_output_directory_writes_nothing(toy, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    result = reproduce.run("toy", "book")
+    assert result["scale"] == "book" and not list(tmp_path.iterdir())
+
+
+def test_unknown_names_and_scales(toy):
+    with pytest.raises(ValueError, match=r"unknown name 'nope'.*'toy'"):
+        reproduce.run("nope", "ci")
+    with pytest.raises(ValueError, match="unknown scale 'huge'"):
+        reproduce.run("toy", "huge")
+
+
+def test_command_line_list_and_errors():
+    out = subprocess.run([sys.executable, "-m", "ntkbook", "list"], capture_output=True, text=True, check=True)
+    assert "one-hidden-layer" in out.stdout
+    bad = subprocess.run([sys.executable, "-m", "ntkbook", "reproduce", "one-hidden-layer", "--scale", "huge"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "expected one of 'ci', 'book', 'paper'" in bad.stderr
