@@ -4,7 +4,7 @@ K_{(x,z)}(w) = ∇_w f(w; x)ᵀ ∇_w f(w; z).  For k outputs the kernel is a (k
 inputs, K[i, j, a, b] = ⟨∇_w f_a(w; x_i), ∇_w f_b(w; z_j)⟩, the layout neural-tangents returns with
 ``trace_axes=()``.
 
-Two general methods, which agree to floating-point precision (tests):
+Three methods, which agree to floating-point precision (tests):
 
 * ``"jacobian"`` — form both Jacobians J₁ ∈ ℝ^{n₁k×P}, J₂ ∈ ℝ^{n₂k×P} (reverse mode) and contract.
   Memory O((n₁ + n₂) k P).
@@ -12,7 +12,12 @@ Two general methods, which agree to floating-point precision (tests):
   product followed by one Jacobian-vector product; columns are computed in batches, so memory is
   O(batch · P) and the Jacobians are never stored.
 
-``"auto"`` picks ``"jacobian"`` when both Jacobians fit in a memory budget and ``"ntvp"`` otherwise.
+* ``"structured"`` — for networks built from dense layers (:mod:`ntkbook.structured_ntk`): the kernel
+  from forward activations and backward pre-activation gradients, layer by layer; cost
+  Σ_l n₁n₂k²m_l, no Jacobian.
+
+``"auto"`` picks ``"structured"`` when the model supports it; otherwise ``"jacobian"`` when both
+Jacobians fit in a memory budget and ``"ntvp"`` when they do not.
 """
 
 from __future__ import annotations
@@ -25,13 +30,14 @@ import jax
 import jax.numpy as jnp
 
 from . import _validation as V
+from . import structured_ntk
 from .pytree import num_params
 
 Array = jax.Array
 PyTree = Any
 ApplyFn = Callable[[PyTree, Array], Array]
 
-METHODS = ("auto", "jacobian", "ntvp")
+METHODS = ("auto", "jacobian", "ntvp", "structured")
 JACOBIAN_MEMORY_BUDGET = 1 << 30
 """Bytes of Jacobian that ``method="auto"`` is willing to materialize (1 GiB)."""
 
@@ -102,7 +108,7 @@ def empirical_ntk(
         params: any pytree of floating arrays (the trainable parameters w).
         x1: inputs, ``(n1, ...)`` as ``apply_fn`` expects them.
         x2: second set of inputs (defaults to ``x1``).
-        method: ``"jacobian"``, ``"ntvp"`` or ``"auto"``.
+        method: ``"jacobian"``, ``"ntvp"``, ``"structured"`` or ``"auto"``.
         batch_size: for ``"ntvp"``, how many kernel columns to compute at once (memory
             O(batch_size · P)); default: all columns at once when that takes under 1 GiB.
 
@@ -114,16 +120,29 @@ def empirical_ntk(
     V.pytree_of_arrays("params", params)
     V.choice("method", method, METHODS)
     x1 = V.array("x1", x1)
-    x2 = x1 if x2 is None else V.array("x2", x2)
-    s1 = _output_shape(apply_fn, params, x1)
-    s2 = _output_shape(apply_fn, params, x2)
-    k = 1 if len(s1) == 1 else s1[1]
-    if (1 if len(s2) == 1 else s2[1]) != k:
-        raise ValueError(f"apply_fn returns {s1} for x1 but {s2} for x2: the number of outputs differs")
-    n1, n2 = s1[0], s2[0]
+    same = x2 is None or x2 is x1
+    x2 = x1 if same else V.array("x2", x2)
+    model = structured_ntk.model_of(apply_fn)
+    if model is not None and method in ("auto", "structured"):
+        # a known dense model: shapes follow from its configuration (no tracing of apply_fn)
+        k = structured_ntk.output_dim(model)
+        n1, n2 = x1.shape[0], x2.shape[0]
+    else:
+        s1 = _output_shape(apply_fn, params, x1)
+        s2 = _output_shape(apply_fn, params, x2)
+        k = 1 if len(s1) == 1 else s1[1]
+        if (1 if len(s2) == 1 else s2[1]) != k:
+            raise ValueError(f"apply_fn returns {s1} for x1 but {s2} for x2: the number of outputs differs")
+        n1, n2 = s1[0], s2[0]
+    if method == "structured" and model is None:
+        names = ", ".join(c.__name__ for c in structured_ntk.SUPPORTED)
+        raise ValueError(f"method='structured' needs apply_fn to be the apply method of a dense model ({names}); "
+                         "use method='jacobian' or 'ntvp' for other functions")
     if method == "auto":
-        method = _choose_method(params, n1, n2, k)
-    if method == "jacobian":
+        method = "structured" if model is not None else _choose_method(params, n1, n2, k)
+    if method == "structured":
+        kernel = structured_ntk.structured_ntk(model, params, x1, None if same else x2)
+    elif method == "jacobian":
         kernel = _ntk_jacobian(apply_fn, params, x1, x2)
     else:
         if batch_size is None:

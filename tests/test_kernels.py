@@ -84,8 +84,10 @@ def test_ntk_validation():
         nb.empirical_ntk(model.apply, params, x, method="fast")
     with pytest.raises(ValueError, match="x1 contains non-finite"):
         nb.empirical_ntk(model.apply, params, x.at[0, 0].set(jnp.inf))
-    with pytest.raises(ValueError, match=r"apply_fn\(params, x\) failed"):
+    with pytest.raises(ValueError, match=r"x must have shape \(n, 2\)"):
         nb.empirical_ntk(model.apply, params, jnp.ones((3, 5)))
+    with pytest.raises(ValueError, match=r"apply_fn\(params, x\) failed"):
+        nb.empirical_ntk(lambda p, x: model.apply(p, x), params, jnp.ones((3, 5)))
     with pytest.raises(ValueError, match="must return shape"):
         nb.empirical_ntk(lambda p, x: model.apply(p, x).sum(), params, x)
     with pytest.raises(ValueError, match="params must be a non-empty pytree"):
@@ -96,3 +98,50 @@ def test_ntk_validation():
         nb.empirical_ntk(model.apply, params, x, method="ntvp", batch_size=0.5)
     with pytest.raises(ValueError, match="scalar-output"):
         kernels.kernel_diagonal(lambda p, x: jnp.stack([model.apply(p, x)] * 2, 1), params, x)
+
+
+def _structured_cases(dtype):
+    m = models
+    cases = [
+        ("mlp, bias, 4 outputs", *m.mlp(jax.random.key(0), (7, 5, 6), input_dim=3, output_dim=4,
+                                        activation=["tanh", "softplus", "relu"], use_bias=True, dtype=dtype)),
+        ("bottleneck (Eq. 31)", *m.mlp(jax.random.key(1), (9, 1, 9), input_dim=3, activation=["quadratic", "identity",
+                                                                                               "quadratic"], dtype=dtype)),
+        ("fixed output layer", *m.mlp(jax.random.key(2), (8,), input_dim=3, output_dim=3, train_output=False, dtype=dtype)),
+        ("one hidden layer (Eq. 8)", *m.shallow_network(jax.random.key(3), 11, input_dim=3, dtype=dtype)),
+        ("random features", *m.random_features(jax.random.key(4), 11, input_dim=3, dtype=dtype)),
+    ]
+    base, p = m.mlp(jax.random.key(5), (8, 8), input_dim=3, output_dim=3, use_bias=True, dtype=dtype)
+    cases.append(("softmax output", m.nonlinear_output(base, "softmax"), p))
+    base, p = m.mlp(jax.random.key(6), (8, 8), input_dim=3, dtype=dtype)
+    cases.append(("swish output (Eq. 26)", m.nonlinear_output(base, "swish"), p))
+    return cases
+
+
+@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("precision", ["float32", "float64"])
+def test_structured_agrees_with_jacobian(case, precision):
+    tol = {"float32": 1e-5, "float64": 1e-10}[precision]
+    with jax.enable_x64(precision == "float64"):
+        dtype = jnp.dtype(precision)
+        name, model, params = _structured_cases(dtype)[case]
+        x1 = jax.random.normal(jax.random.key(10), (5, 3), dtype)
+        x2 = jax.random.normal(jax.random.key(11), (4, 3), dtype)
+        for a, b in ((x1, x2), (x1, None)):
+            ks = nb.empirical_ntk(model.apply, params, a, b, method="structured")
+            kj = nb.empirical_ntk(model.apply, params, a, b, method="jacobian")
+            assert ks.shape == kj.shape, name
+            assert float(jnp.max(jnp.abs(ks - kj)) / jnp.max(jnp.abs(kj))) <= tol, name
+
+
+def test_auto_picks_structured_only_for_dense_models():
+    from ntkbook import structured_ntk
+
+    model, params = models.mlp(jax.random.key(0), (4,), input_dim=2)
+    assert structured_ntk.supports(model.apply)
+    assert not structured_ntk.supports(lambda p, x: model.apply(p, x))
+    assert not structured_ntk.supports(models.linearize(model.apply, params))
+    with pytest.raises(ValueError, match="method='structured' needs apply_fn"):
+        nb.empirical_ntk(lambda p, x: model.apply(p, x), params, jnp.ones((2, 2)), method="structured")
+    with pytest.raises(ValueError, match=r"x must have shape \(n, 2\)"):
+        nb.empirical_ntk(model.apply, params, jnp.ones((2, 3)), method="structured")
