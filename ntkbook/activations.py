@@ -128,7 +128,7 @@ ACTIVATIONS: dict[str, Activation] = {
     "quadratic": Activation("quadratic", _quadratic, _constant(math.inf), _constant(1.0)),
     "identity": Activation("identity", _identity, _constant(1.0), _constant(0.0)),
 }
-"""The registry: name → :class:`Activation`.  ``quadratic`` is σ(z) = z²/2 (Eq. 31)."""
+"""Registry of the activations by name (``quadratic`` is σ(z) = z²/2, as in Eq. 31)."""
 
 
 def get_activation(activation: str | Activation) -> Activation:

@@ -23,7 +23,8 @@ class PowerLawFit:
         slope: fitted exponent a.
         intercept: b in log y = a log x + b.
         stderr: standard error of the slope.
-        ci_low, ci_high: ``confidence`` interval of the slope (Student t).
+        ci_low: lower end of the ``confidence`` interval of the slope (Student t).
+        ci_high: upper end of that interval.
         r2: coefficient of determination of the log–log fit.
         n: number of points.
     """

@@ -133,7 +133,8 @@ class SpectralNormResult:
         residual: ‖Hu − λu‖ / |λ| of the returned pair, measured with one extra product
             (0 when H = 0).  Some eigenvalue of H lies within ``residual·value`` of ``eigenvalue``.
         converged: whether both extreme Ritz pairs met the tolerance before ``max_iter``.
-        lambda_min, lambda_max: estimates of the two ends of the spectrum.
+        lambda_min: estimate of the smallest eigenvalue.
+        lambda_max: estimate of the largest eigenvalue.
         method: ``"lanczos"`` or ``"arpack"``.
     """
 
@@ -294,7 +295,7 @@ def hessian_spectral_norm(
             eigenvector found at a nearby point, which saves products along a path.
 
     Returns:
-        A :class:`SpectralNormResult` (``.value``, ``.iterations``, ``.residual``, ``.converged``...).
+        A :class:`~ntkbook.hessian.SpectralNormResult` (``.value``, ``.iterations``, ``.residual``, ``.converged``...).
 
     Algorithm (``"lanczos"``): Krylov–Schur restarted Lanczos.  Each step orthogonalizes H v_j
     against the whole basis (twice, "twice is enough"), so the projected matrix T = VᵀHV is formed

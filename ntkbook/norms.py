@@ -13,13 +13,15 @@ where T_k = T[:, :, k].  s and −s give the same matrix up to sign, so 2^{d3−
 
 * lower bound — ‖Σ_k s_k T_k‖₂ for the best sign vector found by a local search: alternating ascent
   (given (x, z): s_k = sign(xᵀT_k z); given s: (x, z) = top singular pair of Σ s_k T_k) from random
-  restarts, then single sign flips while they help.
-  Every value it reports is attained by a feasible s, so it never exceeds the norm;
+  restarts, then single sign flips while they help.  Every value it reports is attained by a
+  feasible s, so it never exceeds the norm;
 * upper bound — the smallest of three relaxations, each ≥ the norm:
-  (a) ‖Σ_k |T_k|‖₂ (entrywise absolute values; Perron–Frobenius), exact for "diagonal" tensors;
-  (b) Σ over groups of ≤ ``group_size`` slices of the group's exact (2,2,1)-norm (subadditivity in k;
-      computed only when (a) and (c) do not already meet the lower bound and the cost is moderate);
-  (c) √d3 · ‖T_(3)‖₂, with T_(3) ∈ ℝ^{d3×d1d2} the mode-3 unfolding (Cauchy–Schwarz over k).
+
+  - ‖Σ_k |T_k|‖₂ (entrywise absolute values; Perron–Frobenius), exact for "diagonal" tensors;
+  - the sum over groups of at most ``group_size`` slices of each group's exact (2,2,1)-norm
+    (subadditivity in k; computed only when the other two do not already meet the lower bound
+    and the cost is moderate);
+  - √d3 · ‖T₍₃₎‖₂, with T₍₃₎ ∈ ℝ^{d3×d1d2} the mode-3 unfolding (Cauchy–Schwarz over k).
 
 Computations are in float64 NumPy: these are explicit, small tensors and the result must be exact
 to float precision.
@@ -188,7 +190,7 @@ def norm_221(
         seed: seed of the restarts (the result is deterministic).
 
     Returns:
-        :class:`Norm221Result` with ``lower``, ``upper``, ``exact`` and the best ``signs``;
+        :class:`~ntkbook.norms.Norm221Result` with ``lower``, ``upper``, ``exact`` and the best ``signs``;
         ``exact`` (lower == upper to float precision) whenever d3 ≤ ``max_exact_d3``.
     """
     t = V.numpy_array("T", T, ndim=3)

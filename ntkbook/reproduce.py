@@ -10,7 +10,7 @@ checksum does not match is recomputed, never trusted.
 The chapters call the same experiment code (usually the piece function in a loop), so the book and
 the command line cannot drift apart.
 
-A reproduction registers itself with :func:`register`; the modules of :mod:`ntkbook.reproductions`
+A reproduction registers itself with :func:`register`; the modules of the package ``ntkbook.reproductions``
 are imported on first use.
 """
 

@@ -59,6 +59,7 @@ TABLE: dict[str, dict[str, dict[str, Any]]] = {
     # Chapter 7 — assembling weak models (2022) ---------------------------------------------
     # Chapters 8–9 — Khatri–Rao products and moderate overparameterization (Oymak & Soltanolkotabi)
 }
+"""experiment → scale → settings.  Every size the book uses, at the three scales, in one place."""
 
 
 class Settings(Mapping):

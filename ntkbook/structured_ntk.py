@@ -13,9 +13,9 @@ pass per output, and Σ_l n₁n₂k²m_l for the products — against (n₁+n₂
 A non-linear output f̃ = φ(f) (Eq. 26) multiplies by the output Jacobian: K̃ = J_φ(x) K J_φ(x')ᵀ
 for each pair of inputs, with J_φ = diag(φ'(f)) elementwise or diag(p) − ppᵀ for the softmax.
 
-Supported models: :class:`~ntkbook.models.ShallowNetwork`, :class:`~ntkbook.models.MLP` (any widths,
+Supported models: :class:`~ntkbook.models.dense.ShallowNetwork`, :class:`~ntkbook.models.dense.MLP` (any widths,
 per-layer activations, bias, trainable or fixed output — bottleneck networks included),
-:class:`~ntkbook.models.RandomFeatures`, and :class:`~ntkbook.models.NonLinearOutput` around any of
+:class:`~ntkbook.models.dense.RandomFeatures`, and :class:`~ntkbook.models.wrappers.NonLinearOutput` around any of
 them.  :func:`supports` tells whether an ``apply_fn`` is one of these models' ``apply``.
 """
 

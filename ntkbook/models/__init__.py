@@ -5,8 +5,8 @@ Every model is an immutable object with an ``apply(params, x)`` method; ``params
 object.  Models are registered as JAX pytrees (fixed tensors are leaves, configuration is static),
 so they can be passed through ``jit`` and ``vmap`` like any other argument.
 
-Modules: :mod:`.dense` (Eq. 8, Eq. 19/22, random features), :mod:`.wrappers` (non-linear output
-Eq. 26, linearization), :mod:`.common` (shared helpers).  Further architectures live in modules of
+Modules: ``dense`` (Eq. 8, Eq. 19/22, random features), ``wrappers`` (non-linear output Eq. 26,
+linearization), ``common`` (shared helpers).  Further architectures live in modules of
 their own.
 
 Shapes: inputs ``x`` are ``(n, d)``; a model with ``input_dim == 1`` also accepts ``(n,)``.  The
