@@ -8,9 +8,16 @@ STAMP := $(VENV)/.installed
 # executed notebooks store no progress bars
 export NTKBOOK_PROGRESS ?= 0
 
-.PHONY: env book test preview lint clean
+.PHONY: env browser book book-student test preview lint clean
 
 env: $(STAMP)
+
+# The browser tests drive Debian's Chromium (browser downloads do not work here): install it with apt.
+browser:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then SUDO=; elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+	  else echo "make test needs Debian's chromium: run 'apt-get install chromium' as root"; exit 1; fi; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; }
 
 $(STAMP): requirements.txt pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,8 +34,19 @@ book: $(STAMP)
 	@echo "The book is in $(CURDIR)/_build/html — open file://$(CURDIR)/_build/html/index.html"
 	@echo "or serve it: $(BIN)/python -m http.server --directory _build/html 8000"
 
-## make test: unit tests, then every notebook at ci scale through papermill and through nbval (lax)
-test: $(STAMP)
+## make book-student: the same book with the exercise solutions left out entirely (_build/student/html)
+book-student: $(STAMP)
+	$(eval STUDENT := $(shell mktemp -d /tmp/ntkbook-student-XXXXXX))
+	cp -r _toc.yml book $(STUDENT)/
+	$(BIN)/python -c "import sys,yaml; c=yaml.safe_load(open('_config.yml')); c['sphinx']['config']['hide_solutions']=True; yaml.safe_dump(c, open(sys.argv[1], 'w'), sort_keys=False)" $(STUDENT)/_config.yml
+	cd $(STUDENT) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} NTKBOOK_LEDGER_DIR=$(STUDENT)/_build/ledger \
+	  $(CURDIR)/$(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	rm -rf _build/student && mkdir -p _build/student && mv $(STUDENT)/_build/html _build/student/html && rm -rf $(STUDENT)
+	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"
+
+## make test: unit tests; every notebook at ci scale through papermill and nbval (lax); the book built at
+## ci scale and read page by page in headless Chromium (screenshots in _build/test-artifacts/)
+test: $(STAMP) browser
 	$(BIN)/python -m pytest tests book --nbval-lax -n 2 --dist loadfile
 
 ## make preview NB=book/NN-name.ipynb: build the book plus a chapter not yet in _toc.yml (ci scale, temp dir)

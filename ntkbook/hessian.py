@@ -297,12 +297,13 @@ def hessian_spectral_norm(
     Returns:
         A :class:`~ntkbook.hessian.SpectralNormResult` (``.value``, ``.iterations``, ``.residual``, ``.converged``...).
 
-    Algorithm (``"lanczos"``): Krylov–Schur restarted Lanczos.  Each step orthogonalizes H v_j
-    against the whole basis (twice, "twice is enough"), so the projected matrix T = VᵀHV is formed
-    from the actual inner products (tridiagonal, or arrowhead after a restart).  With
-    H V = V T + β v_{k+1} e_kᵀ, the Ritz pair (θ_i, V s_i) has residual β |e_kᵀ s_i|; the iteration
-    stops when this is ≤ tol·max|θ| for both ends of the spectrum.  When the basis is full the
-    ``basis_size // 3`` most extreme Ritz vectors of each end are kept (thick restart).
+    Algorithm (``"lanczos"``): Krylov–Schur restarted Lanczos (Stewart 2002).  Each step orthogonalizes
+    H v_j against the whole basis by classical Gram–Schmidt, repeated when the DGKS criterion asks for
+    it, so the projected matrix T = VᵀHV is formed from the actual inner products (tridiagonal, or
+    arrowhead after a restart).  With H V = V T + β v_{k+1} e_kᵀ, the Ritz pair (θ_i, V s_i) has
+    residual β |e_kᵀ s_i|; the iteration stops when this is ≤ tol·max|θ| for both ends of the
+    spectrum.  When the basis is full, the ``basis_size // 6`` most extreme Ritz vectors of each end
+    are kept (thick restart).
     """
     tol, max_iter = _validate_common(fn, params, args, tol, max_iter)
     V.choice("method", method, ("lanczos", "arpack"))

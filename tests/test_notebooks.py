@@ -61,3 +61,31 @@ def test_notebook_runs_at_ci_scale(path, tmp_path, monkeypatch):
         if cell.cell_type == "code" and cell.metadata.get("mystnb", {}).get("figure"):
             shown = [o for o in cell.outputs if o.output_type in ("display_data", "execute_result")]
             assert len(shown) == 1 and "image/png" in shown[0].data, f"figure cell shows {len(shown)} outputs"
+
+
+def _markdown_sources():
+    for path in NOTEBOOKS:
+        nb = json.loads(path.read_text())
+        for cell in nb["cells"]:
+            if cell["cell_type"] == "markdown":
+                yield path.name, "".join(cell["source"])
+    for path in sorted((ROOT / "book").glob("*.md")):
+        yield path.name, path.read_text()
+
+
+def test_every_theorem_like_block_has_a_label_and_every_figure_a_caption():
+    import re
+
+    missing = []
+    for name, text in _markdown_sources():
+        for match in re.finditer(r"^(`{3,}|:{3,})\{(prf:[a-z]+|figure)\}([^\n]*)\n(.*?)^\1\s*$", text, re.S | re.M):
+            kind, title, body = match.group(2), match.group(3).strip(), match.group(4)
+            if kind == "prf:proof":
+                continue
+            if kind.startswith("prf:") and not re.search(r"^:label:\s*\S+", body, re.M):
+                missing.append(f"{name}: {{{kind}}} {title!r} has no :label:")
+            if kind == "figure":
+                caption = [line for line in body.splitlines() if line.strip() and not line.startswith(":")]
+                if not caption:
+                    missing.append(f"{name}: figure {title!r} has no caption")
+    assert not missing, "\n".join(missing)
