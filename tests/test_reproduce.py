@@ -112,3 +112,39 @@ def test_command_line_list_and_errors():
     bad = subprocess.run([sys.executable, "-m", "ntkbook", "reproduce", "one-hidden-layer", "--scale", "huge"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "expected one of 'ci', 'book', 'paper'" in bad.stderr
+
+
+def test_killed_command_resumes_without_recomputing(tmp_path):
+    """Kill `python -m ntkbook reproduce` mid-run; the rerun reuses every finished piece, and the result
+    is identical to an uninterrupted run."""
+    import os
+    import signal
+    import time
+
+    env = os.environ | {"NTKBOOK_PROGRESS": "0"}
+    cmd = [sys.executable, "-m", "ntkbook", "reproduce", "one-hidden-layer", "--scale", "ci"]
+    out = tmp_path / "interrupted"
+    proc = subprocess.Popen([*cmd, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    cache = out / ".cache" / "one-hidden-layer"
+    while time.time() < deadline and len(list(cache.glob("*/*.json"))) < 3:
+        assert proc.poll() is None, "the run finished before it could be interrupted"
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    finished = {p: p.stat().st_mtime_ns for p in cache.glob("*/*.json")}
+    assert 3 <= len(finished) < 10 and not (out / "one-hidden-layer.json").exists()
+    for p in finished:  # a kill during a write can leave a stray .tmp file, never a partial piece
+        record = json.loads(p.read_text())
+        assert record["sha256"] == reproduce.digest(record["result"])
+
+    subprocess.run([*cmd, "--out", str(out)], env=env, check=True, capture_output=True)
+    resumed = json.loads((out / "one-hidden-layer.json").read_text())
+    assert resumed["cached_pieces"] == len(finished)
+    assert all(p.stat().st_mtime_ns == t for p, t in finished.items()), "finished pieces were rewritten"
+
+    fresh = tmp_path / "fresh"
+    subprocess.run([*cmd, "--out", str(fresh)], env=env, check=True, capture_output=True)
+    uninterrupted = json.loads((fresh / "one-hidden-layer.json").read_text())
+    assert uninterrupted["cached_pieces"] == 0
+    assert resumed["rows"] == uninterrupted["rows"] and resumed["slopes"] == uninterrupted["slopes"]
