@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 # executed notebooks store no progress bars
 export NTKBOOK_PROGRESS ?= 0
 
-.PHONY: env browser book book-student test preview lint clean
+.PHONY: env browser book book-student test bench preview lint clean
 
 env: $(STAMP)
 
@@ -58,6 +58,10 @@ preview: $(STAMP)
 	cd $(PREVIEW) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-ci} NTKBOOK_LEDGER_DIR=$(PREVIEW)/_build/ledger \
 	  $(CURDIR)/$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo "preview: $(PREVIEW)/_build/html/index.html"
+
+## make bench: speed and memory on this machine -> benchmarks/results/latest.{json,md} (shown in the book)
+bench: $(STAMP)
+	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check ntkbook tests book/_ext benchmarks

@@ -6,9 +6,10 @@ The public contract (see the book's design guide):
 * :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``kernels``, ``hessian``, ``norms``, ``claims``, ``scales``,
-``fitting``, ``gaussian``, ``plotting``, ``tables``, ``pytree``, ``symbolic`` (sympy, imported on
-first use) and ``experiments`` (one module per chapter).
+Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``hessian``, ``norms``,
+``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``gaussian``, ``plotting``, ``tables``,
+``pytree``, ``progress``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
+chapter), ``data`` and ``reproductions``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,24 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from . import activations, claims, fitting, gaussian, hessian, kernels, models, norms, plotting, pytree, scales, tables
+from . import (
+    activations,
+    claims,
+    fitting,
+    gaussian,
+    hessian,
+    kernels,
+    models,
+    norms,
+    plotting,
+    progress,
+    pytree,
+    reproduce,
+    scales,
+    structured_ntk,
+    tables,
+    training,
+)
 from .hessian import hessian_spectral_norm
 from .kernels import empirical_ntk
 from .norms import norm_221
@@ -24,7 +42,7 @@ from .notebook import setup
 
 __version__ = "0.1.0"
 
-_LAZY = ("symbolic", "experiments")
+_LAZY = ("symbolic", "experiments", "data", "reproductions")
 
 
 def __getattr__(name: str) -> Any:
@@ -46,8 +64,12 @@ __all__ = [
     "norm_221",
     "norms",
     "plotting",
+    "progress",
     "pytree",
+    "reproduce",
     "scales",
     "setup",
+    "structured_ntk",
     "tables",
+    "training",
 ]

@@ -1,0 +1,322 @@
+"""``make bench``: speed and memory of the package's hot paths and of the chapters, on this machine.
+
+Sections (each can be chosen with ``--only``):
+
+* ``ntk`` — empirical tangent kernels: the configuration neural-tangents publishes (fully connected
+  ReLU net, 3 hidden layers of width 2048, input 3072, 8 outputs, 16 inputs, the full (16, 16, 8, 8)
+  kernel, float32) for every method; and a width sweep m = 2⁶ … 2¹⁴ with N = 60 inputs, 3 outputs,
+  with the fitted exponent a of time ∝ P^a per method.
+* ``hessian`` — ``hessian_spectral_norm`` on two-hidden-layer tanh networks, P ≈ 10³ … 10⁷: Hessian-
+  vector products, relative error (against dense ``eigvalsh`` where the Hessian can be formed, else
+  against a tolerance-1e-9 float64 run for P ≤ 10⁵), seconds and peak memory (each size runs in a
+  fresh process; peak resident memory from ``getrusage``).
+* ``training`` — gradient descent with kernel tracking for 10 seeds: one vmapped call against a Python
+  loop over the seeds.
+* ``chapters`` — wall time of every chapter notebook at ``ci`` and ``book`` scale (papermill).
+* ``make-test`` — wall time of ``make test`` (only with ``--with-make-test``: it takes minutes).
+
+JAX compilation is timed separately from running (first call vs the median of repeated calls, each
+ended by ``block_until_ready``).  Writes ``benchmarks/results/latest.json`` (machine description and
+every number) and ``benchmarks/results/latest.md`` (the tables shown on the book's Performance page).
+Timings are measurements, never assertions.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+NEURAL_TANGENTS_CPU = {"jacobian": 13.5, "ntvp": 2.1, "structured": 0.015}
+"""neural-tangents 0.6.5 (JAX 0.4.25, numpy < 2) on this same 2-core CPU, float32, jit, median of 5 — seconds."""
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def machine() -> dict:
+    import jax
+
+    cpu = "unknown"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    mem_gib = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") / 2**30
+    return {"cpu": cpu, "cores": os.cpu_count(), "memory_gib": round(mem_gib, 1), "python": platform.python_version(),
+            "jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()],
+            "platform": platform.platform()}
+
+
+def timed(fn, repeats: int = 5) -> dict:
+    """Compile + first run, then the median and minimum of ``repeats`` runs (seconds)."""
+    import jax
+
+    start = time.perf_counter()
+    jax.block_until_ready(fn())
+    first = time.perf_counter() - start
+    runs = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        runs.append(time.perf_counter() - start)
+    return {"first_call_s": first, "median_s": statistics.median(runs), "min_s": min(runs), "repeats": repeats}
+
+
+def fit_exponent(sizes, times) -> float:
+    import numpy as np
+
+    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# sections
+# ---------------------------------------------------------------------------------------------
+
+
+def bench_ntk(quick: bool) -> dict:
+    import jax
+
+    import ntkbook as nb
+
+    out = {"config1": [], "sweep": []}
+    widths = 256 if quick else 2048
+    model, params = nb.models.mlp(jax.random.key(0), (widths,) * 3, input_dim=3072, output_dim=8, activation="relu")
+    x = jax.random.normal(jax.random.key(1), (16, 3072))
+    reference = None
+    for method in ("structured", "ntvp", "jacobian"):
+        t = timed(lambda method=method: nb.empirical_ntk(model.apply, params, x, method=method),
+                  repeats=5 if method == "structured" else 3)
+        k = nb.empirical_ntk(model.apply, params, x, method=method)
+        reference = k if reference is None else reference
+        err = float(abs(k - reference).max() / abs(reference).max())
+        row = {"method": method, "width": widths, "params": nb.pytree.num_params(params), **t,
+               "rel_diff_vs_structured": err, "neural_tangents_s": NEURAL_TANGENTS_CPU[method]}
+        out["config1"].append(row)
+        print(f"ntk config1 {method:10s} median {t['median_s'] * 1e3:9.1f} ms  (first {t['first_call_s']:.2f} s)")
+    exps = range(6, 11) if quick else range(6, 15)
+    xs = jax.random.normal(jax.random.key(2), (60, 1))
+    for e in exps:
+        m = 2**e
+        model, params = nb.models.mlp(jax.random.key(3), (m,), input_dim=1, output_dim=3, activation="relu",
+                                      use_bias=True)
+        p = nb.pytree.num_params(params)
+        for method in ("structured", "ntvp", "jacobian"):
+            if method != "structured" and p > 5e6:
+                continue
+            t = timed(lambda method=method, model=model, params=params: nb.empirical_ntk(model.apply, params, xs,
+                                                                                    method=method), repeats=3)
+            out["sweep"].append({"method": method, "width": m, "params": p, **t})
+            print(f"ntk sweep m=2^{e:<2d} P={p:>9,} {method:10s} median {t['median_s'] * 1e3:9.2f} ms")
+    out["sweep_exponents"] = {}
+    for method in ("structured", "ntvp", "jacobian"):
+        rows = [r for r in out["sweep"] if r["method"] == method and r["params"] >= 1e4]
+        if len(rows) >= 2:
+            out["sweep_exponents"][method] = fit_exponent([r["params"] for r in rows], [r["median_s"] for r in rows])
+    return out
+
+
+_HESSIAN_CHILD = r"""
+import json, resource, sys, time
+import jax, jax.numpy as jnp
+import ntkbook as nb
+m, tol = int(sys.argv[1]), float(sys.argv[2])
+model, params = nb.models.mlp(jax.random.key(0), (m, m), input_dim=4, activation="tanh")
+x = jax.random.normal(jax.random.key(2), (4,))
+def f(p, xi): return model.apply(p, xi[None])[0]
+P = nb.pytree.num_params(params)
+jax.block_until_ready(jax.jit(lambda p: f(p, x))(params))
+baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+ref = None
+if P <= 100_000:
+    with jax.enable_x64(True):
+        p64 = jax.tree_util.tree_map(lambda a: a.astype(jnp.float64), params)
+        x64 = x.astype(jnp.float64)
+        if P <= 5000:
+            ref, how = nb.hessian.dense_spectral_norm(f, p64, x64), "dense eigvalsh (float64)"
+        else:
+            res = nb.hessian_spectral_norm(f, p64, args=(x64,), tol=1e-9, max_iter=5000)
+            ref, how = res.value, "Lanczos tol 1e-9 (float64)"
+start = time.perf_counter()
+nb.hessian_spectral_norm(f, params, args=(x,), tol=tol)
+first = time.perf_counter() - start
+start = time.perf_counter()
+r = nb.hessian_spectral_norm(f, params, args=(x,), tol=tol)
+run = time.perf_counter() - start
+print(json.dumps({"width": m, "params": P, "tol": tol, "products": r.products, "iterations": r.iterations,
+                  "first_call_s": first, "seconds": run, "residual": r.residual, "converged": r.converged,
+                  "rel_error": None if ref is None else abs(r.value - ref) / ref,
+                  "reference": None if ref is None else how,
+                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "baseline_rss_mib": baseline}))
+"""
+
+
+def bench_hessian(quick: bool) -> list[dict]:
+    widths = (16, 32, 64, 256) if quick else (16, 32, 64, 224, 704, 2233, 3162)
+    rows = []
+    for m in widths:
+        proc = subprocess.run([sys.executable, "-c", _HESSIAN_CHILD, str(m), "1e-6"], capture_output=True, text=True,
+                              check=True)
+        row = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows.append(row)
+        err = "" if row["rel_error"] is None else f" rel.err {row['rel_error']:.1e}"
+        print(f"hessian P={row['params']:>11,} products {row['products']:4d} {row['seconds']:8.2f} s "
+              f"peak {row['peak_rss_mib']:7.0f} MiB (baseline {row['baseline_rss_mib']:.0f}) "
+              f"residual {row['residual']:.1e}{err}")
+    return rows
+
+
+def bench_training(quick: bool) -> list[dict]:
+    """10 seeds of cross-entropy GD (the Figure 1 network) with kernel tracking: one vmapped call
+    against a Python loop calling the same compiled trainer once per seed."""
+    import jax
+
+    import ntkbook as nb
+
+    seeds, steps = 10, (200 if quick else 1000)
+    x = jax.random.normal(jax.random.key(0), (60, 1)) * 5
+    y = jax.nn.one_hot(jax.random.randint(jax.random.key(1), (60,), 0, 3), 3)
+    rows = []
+    for m in ((32, 256) if quick else (32, 256, 2048)):
+        model, _ = nb.models.mlp(jax.random.key(2), (m,), input_dim=1, output_dim=3, activation="relu", use_bias=True)
+
+        def init(k, m=m):
+            return nb.models.mlp(k, (m,), input_dim=1, output_dim=3, activation="relu", use_bias=True)[1]
+
+        stacked = jax.vmap(init)(jax.random.split(jax.random.key(3), seeds))
+        kwargs = dict(lr=1.0, max_steps=steps, loss="cross_entropy", loss_tol=0.0)
+
+        def vmapped(model=model, stacked=stacked, kwargs=kwargs):
+            return nb.training.gd_with_kernel_tracking(model.apply, stacked, x, y, **kwargs)["sup_change"]["model"]
+
+        def loop(model=model, stacked=stacked, kwargs=kwargs):
+            return [nb.training.gd_with_kernel_tracking(
+                model.apply, jax.tree_util.tree_map(lambda a, i=i: a[i:i + 1], stacked), x, y, **kwargs
+            )["sup_change"]["model"] for i in range(seeds)]
+
+        tv, tl = timed(vmapped, repeats=3), timed(loop, repeats=3)
+        rows.append({"seeds": seeds, "width": m, "steps": steps, "vmapped": tv, "python_loop": tl,
+                     "speedup": tl["median_s"] / tv["median_s"]})
+        print(f"training m={m:5d} {seeds} seeds × {steps} steps: vmapped {tv['median_s']:.2f} s, "
+              f"loop {tl['median_s']:.2f} s, speed-up {rows[-1]['speedup']:.1f}x")
+    return rows
+
+
+def bench_chapters(quick: bool) -> list[dict]:
+    rows = []
+    scales = ("ci",) if quick else ("ci", "book")
+    for path in sorted((ROOT / "book").glob("*.ipynb")):
+        for scale in scales:
+            with tempfile.TemporaryDirectory() as tmp:
+                env = os.environ | {"NTKBOOK_PROGRESS": "0", "NTKBOOK_LEDGER_DIR": tmp}
+                start = time.perf_counter()
+                proc = subprocess.run([sys.executable, "-m", "papermill", str(path), str(Path(tmp) / path.name),
+                                       "-p", "scale", scale, "--cwd", str(path.parent), "--no-progress-bar"],
+                                      capture_output=True, text=True, env=env)
+                seconds = time.perf_counter() - start
+            rows.append({"chapter": path.stem, "scale": scale, "seconds": seconds, "ok": proc.returncode == 0})
+            print(f"chapter {path.stem:40s} {scale:5s} {seconds:8.1f} s {'ok' if proc.returncode == 0 else 'FAILED'}")
+    return rows
+
+
+def bench_make_test() -> dict:
+    start = time.perf_counter()
+    proc = subprocess.run(["make", "test"], cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    summary = [line for line in proc.stdout.splitlines() if " passed" in line or " failed" in line][-1:]
+    print(f"make test: {seconds:.0f} s, {summary}")
+    return {"seconds": seconds, "returncode": proc.returncode, "summary": summary[0] if summary else ""}
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+# ---------------------------------------------------------------------------------------------
+
+
+def markdown(result: dict) -> str:
+    m = result["machine"]
+    lines = [f"Measured on {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
+             f"JAX {m['jax']} on `{m['backend']}` ({', '.join(m['devices'])}), Python {m['python']}.", ""]
+    if "ntk" in result:
+        lines += ["**Empirical NTK, neural-tangents' configuration** (3 hidden ReLU layers of width "
+                  f"{result['ntk']['config1'][0]['width']}, input 3072, 8 outputs, 16 inputs, full (16, 16, 8, 8) "
+                  "kernel, float32):", "",
+                  "| method | compile + first call | run (median) | neural-tangents 0.6.5 | ratio to it |",
+                  "|---|---|---|---|---|"]
+        for r in result["ntk"]["config1"]:
+            lines.append(f"| {r['method']} | {r['first_call_s']:.2f} s | {r['median_s'] * 1e3:.1f} ms | "
+                         f"{r['neural_tangents_s'] * 1e3:.0f} ms | {r['median_s'] / r['neural_tangents_s']:.2f} |")
+        exps = result["ntk"]["sweep_exponents"]
+        lines += ["", "Width sweep (one hidden ReLU layer with bias, N = 60, 3 outputs): time ∝ P^a with "
+                  + ", ".join(f"a = {v:.2f} ({k})" for k, v in exps.items()) + ".", ""]
+    if "hessian" in result:
+        lines += ["**Hessian spectral norm** (`hessian_spectral_norm`, Lanczos, tol 1e-6, two hidden tanh layers, "
+                  "one input, float32):", "",
+                  "| P | products | run | peak memory (above the process baseline) | relative error | reference |",
+                  "|---|---|---|---|---|---|"]
+        for r in result["hessian"]:
+            err = "—" if r["rel_error"] is None else f"{r['rel_error']:.1e}"
+            extra = r["peak_rss_mib"] - r["baseline_rss_mib"]
+            lines.append(f"| {r['params']:,} | {r['products']} | {r['seconds']:.2f} s | {r['peak_rss_mib']:.0f} MiB "
+                         f"(+{extra:.0f}) | {err} | {r['reference'] or '—'} |")
+        lines.append("")
+    if "training" in result:
+        lines += ["**Gradient descent with kernel tracking**, 10 seeds (one vmapped call vs a Python loop over the "
+                  "seeds, same compiled trainer):", "", "| width | steps | vmapped | loop | speed-up |",
+                  "|---|---|---|---|---|"]
+        lines += [f"| {t['width']} | {t['steps']} | {t['vmapped']['median_s']:.2f} s | "
+                  f"{t['python_loop']['median_s']:.2f} s | {t['speedup']:.1f}× |" for t in result["training"]]
+        lines.append("")
+    if "chapters" in result:
+        lines += ["**Chapters** (papermill, wall time):", "", "| chapter | scale | seconds |", "|---|---|---|"]
+        lines += [f"| {r['chapter']} | {r['scale']} | {r['seconds']:.0f}{'' if r['ok'] else ' (failed)'} |"
+                  for r in result["chapters"]]
+        lines.append("")
+    if "make_test" in result:
+        mt = result["make_test"]
+        lines += [f"**make test**: {mt['seconds'] / 60:.1f} min ({mt['summary']}).", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description="ntkbook benchmarks")
+    parser.add_argument("--quick", action="store_true", help="small sizes (a smoke run)")
+    parser.add_argument("--only", nargs="*", choices=("ntk", "hessian", "training", "chapters"),
+                        help="run only these sections")
+    parser.add_argument("--with-make-test", action="store_true", help="also time `make test`")
+    parser.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
+    args = parser.parse_args()
+    sections = args.only or ["ntk", "hessian", "training", "chapters"]
+    result = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": args.quick}
+    for name, fn in (("ntk", bench_ntk), ("hessian", bench_hessian), ("training", bench_training),
+                     ("chapters", bench_chapters)):
+        if name in sections:
+            result[name] = fn(args.quick)
+    if args.with_make_test:
+        result["make_test"] = bench_make_test()
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    from ntkbook.reproduce import atomic_write_bytes, atomic_write_json
+
+    atomic_write_json(out.with_suffix(".json"), result)
+    atomic_write_bytes(out.with_suffix(".md"), (markdown(result) + "\n").encode())
+    print(f"\nwrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")
+
+
+if __name__ == "__main__":
+    main()
