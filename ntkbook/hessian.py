@@ -46,7 +46,13 @@ BASIS_MEMORY_BUDGET = 4 << 30
 
 
 def hvp(fn: ScalarFn, params: PyTree, tangent: PyTree, *args: Any) -> PyTree:
-    """H(params)·tangent for the scalar function ``fn(params, *args)`` (forward-over-reverse)."""
+    """H(params)·tangent for the scalar function ``fn(params, *args)`` (forward-over-reverse).
+
+    ``tangent`` has the structure of ``params``; usable inside ``jit``/``vmap``.
+    """
+    V.callable_("fn", fn)
+    if jax.tree_util.tree_structure(tangent) != jax.tree_util.tree_structure(params):
+        raise ValueError("tangent must have the same pytree structure as params")
     return jax.jvp(lambda p: jax.grad(fn)(p, *args), (params,), (tangent,))[1]
 
 
@@ -463,6 +469,10 @@ def lanczos_fixed_steps(fn: ScalarFn, params: PyTree, args: tuple = (), *, num_s
     residual β|e_kᵀs| / max|θ| of the extreme Ritz pair — check it before trusting ``value``).
     Memory O(num_steps · P).
     """
+    V.callable_("fn", fn)
+    V.pytree_of_arrays("params", params)
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple of extra arguments for fn, got {type(args).__name__}")
     num_steps = V.positive_int("num_steps", num_steps, minimum=2)
     key = jax.random.key(0) if key is None else key
     spec = flat_spec(params)

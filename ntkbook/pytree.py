@@ -54,6 +54,7 @@ def tree_scale(alpha: Any, a: PyTree) -> PyTree:
 
 def tree_normal_like(key: jax.Array, tree: PyTree) -> PyTree:
     """Independent standard normal entries with the structure, shapes and dtypes of ``tree``."""
+    V.pytree_of_arrays("tree", tree, finite=False)
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     keys = jax.random.split(key, len(leaves))
     new = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
@@ -68,6 +69,7 @@ def random_direction(key: jax.Array, tree: PyTree) -> PyTree:
 
 def point_on_sphere(key: jax.Array, center: PyTree, radius: float) -> PyTree:
     """A uniformly random point with ‖w − center‖ = radius."""
+    radius = V.positive_float("radius", radius, allow_zero=True)
     return tree_axpy(radius, random_direction(key, center), center)
 
 

@@ -27,6 +27,11 @@ def square_loss(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: A
     return 0.5 * jnp.sum(r * r) / x.shape[0]
 
 
+def _same_rows(x: Array, y: Array) -> None:
+    if y.shape[0] != x.shape[0]:
+        raise ValueError(f"y must have one row per input: x has {x.shape[0]} rows, y has shape {tuple(y.shape)}")
+
+
 def step_size_from_kernel(kernel: Any, n: int, *, factor: float = 1.0) -> float:
     """η = factor · n / λ_max(K) for the square loss (stability limit: factor < 2).
 
@@ -76,6 +81,7 @@ def gradient_descent_path(
     V.pytree_of_arrays("params", params)
     x = V.array("x", x)
     y = V.array("y", y)
+    _same_rows(x, y)
     lr = V.positive_float("lr", lr)
     steps = V.positive_int("steps", steps)
     return _gd_path(apply_fn, params, x, y, lr, steps)
@@ -91,6 +97,7 @@ LOSSES = ("square", "cross_entropy")
 def loss_value(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, loss: str) -> Array:
     """``"square"``: (1/2n) Σ‖f − y‖²; ``"cross_entropy"``: −(1/n) Σ_i Σ_c y_ic log softmax(f(x_i))_c
     (f are logits, y one-hot or probabilities)."""
+    V.choice("loss", loss, LOSSES)
     f = apply_fn(params, x)
     if loss == "square":
         r = f - y
@@ -150,9 +157,18 @@ def gd_with_kernel_tracking(
     V.choice("loss", loss, LOSSES)
     x = V.array("x", x)
     y = V.array("y", y)
+    _same_rows(x, y)
     max_steps = V.positive_int("max_steps", max_steps)
-    runs = jax.tree_util.tree_leaves(params)[0].shape[0]
-    lr = jnp.broadcast_to(jnp.asarray(lr, jax.tree_util.tree_leaves(params)[0].dtype), (runs,))
+    leading = {leaf.shape[0] if leaf.ndim else None for leaf in jax.tree_util.tree_leaves(params)}
+    if len(leading) != 1 or None in leading:
+        raise ValueError("params must stack the runs on a leading axis of the same length in every leaf "
+                         "(e.g. jax.vmap(init)(keys)); for one run use a leading axis of length 1")
+    runs = leading.pop()
+    lr_arr = np.asarray(lr, dtype=np.float64)
+    if lr_arr.ndim > 1 or (lr_arr.ndim == 1 and lr_arr.shape[0] != runs) or not np.all(np.isfinite(lr_arr)) \
+            or np.any(lr_arr <= 0):
+        raise ValueError(f"lr must be a positive step size or one per run ({runs},), got {lr!r}")
+    lr = jnp.broadcast_to(jnp.asarray(lr_arr, jax.tree_util.tree_leaves(params)[0].dtype), (runs,))
     steps_np = record_schedule(max_steps) if record_steps is None else np.unique(np.asarray(record_steps, np.int64))
     if steps_np.size == 0 or steps_np[0] < 0 or steps_np[-1] > max_steps:
         raise ValueError(f"record_steps must lie in [0, max_steps={max_steps}]")
