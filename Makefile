@@ -49,12 +49,14 @@ book-student: $(STAMP)
 test: $(STAMP) browser
 	$(BIN)/python -m pytest tests book --nbval-lax -n 2 --dist loadfile
 
-## make preview NB=book/NN-name.ipynb: build the book plus a chapter not yet in _toc.yml (ci scale, temp dir)
+## make preview NB=book/NN-name.ipynb: build the book in a temp dir executing only that chapter (ci scale);
+## the chapter is added to the table of contents if it is not listed yet
 preview: $(STAMP)
 	@test -n "$(NB)" || { echo "usage: make preview NB=book/NN-name.ipynb"; exit 2; }
 	$(eval PREVIEW := $(shell mktemp -d /tmp/ntkbook-preview-XXXXXX))
 	cp -r _config.yml _toc.yml book $(PREVIEW)/
-	$(BIN)/python -c "import sys,yaml; p=sys.argv[1]; t=yaml.safe_load(open(p)); t['parts'].append({'caption': 'Preview', 'chapters': [{'file': f.removesuffix('.ipynb')} for f in sys.argv[2:]]}); yaml.safe_dump(t, open(p, 'w'), sort_keys=False)" $(PREVIEW)/_toc.yml $(NB)
+	$(BIN)/python -c "import sys,yaml; p=sys.argv[1]; t=yaml.safe_load(open(p)); listed={c['file'] for part in t['parts'] for c in part['chapters']}; new=[f.removesuffix('.ipynb') for f in sys.argv[2:] if f.removesuffix('.ipynb') not in listed]; new and t['parts'].append({'caption': 'Preview', 'chapters': [{'file': f} for f in new]}); yaml.safe_dump(t, open(p, 'w'), sort_keys=False)" $(PREVIEW)/_toc.yml $(NB)
+	$(BIN)/python -c "import sys,yaml,glob,os; p=sys.argv[1]; c=yaml.safe_load(open(p)); keep={os.path.basename(f) for f in sys.argv[2:]}; c['execute']['exclude_patterns']=[os.path.basename(f) for f in glob.glob('book/*.ipynb') if os.path.basename(f) not in keep]; yaml.safe_dump(c, open(p, 'w'), sort_keys=False)" $(PREVIEW)/_config.yml $(NB)
 	cd $(PREVIEW) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-ci} NTKBOOK_LEDGER_DIR=$(PREVIEW)/_build/ledger \
 	  $(CURDIR)/$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo "preview: $(PREVIEW)/_build/html/index.html"

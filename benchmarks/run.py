@@ -134,13 +134,18 @@ _HESSIAN_CHILD = r"""
 import json, resource, sys, time
 import jax, jax.numpy as jnp
 import ntkbook as nb
+def peak_mib():  # this process's peak resident memory (VmHWM: reset at exec, unlike getrusage's maxrss)
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1]) / 1024
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 m, tol = int(sys.argv[1]), float(sys.argv[2])
 model, params = nb.models.mlp(jax.random.key(0), (m, m), input_dim=4, activation="tanh")
 x = jax.random.normal(jax.random.key(2), (4,))
 def f(p, xi): return model.apply(p, xi[None])[0]
 P = nb.pytree.num_params(params)
 jax.block_until_ready(jax.jit(lambda p: f(p, x))(params))
-baseline = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+baseline = peak_mib()
 ref = None
 if P <= 100_000:
     with jax.enable_x64(True):
@@ -161,7 +166,7 @@ print(json.dumps({"width": m, "params": P, "tol": tol, "products": r.products, "
                   "first_call_s": first, "seconds": run, "residual": r.residual, "converged": r.converged,
                   "rel_error": None if ref is None else abs(r.value - ref) / ref,
                   "reference": None if ref is None else how,
-                  "peak_rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                  "peak_rss_mib": peak_mib(),
                   "baseline_rss_mib": baseline}))
 """
 
@@ -217,9 +222,32 @@ def bench_training(quick: bool) -> list[dict]:
     return rows
 
 
-def bench_chapters(quick: bool) -> list[dict]:
+def chapter_times_from_build(build_dir: Path) -> list[dict]:
+    """Execution time of every notebook in the last ``make book`` (myst-nb's execution record).
+
+    ``make book`` executes every chapter at ``book`` scale anyway; reading its record avoids running
+    them a second time.  myst-nb keeps, per document, ``exec_data = {"runtime": seconds,
+    "succeeded": bool, ...}`` in the Sphinx environment pickled under ``_build/.doctrees``.
+    """
+    import pickle
+
+    env_file = build_dir / ".doctrees" / "environment.pickle"
+    if not env_file.exists():
+        raise SystemExit(f"{env_file} not found: run `make book` first")
+    with env_file.open("rb") as fh:
+        env = pickle.load(fh)
     rows = []
-    scales = ("ci",) if quick else ("ci", "book")
+    for doc, data in sorted(getattr(env, "nb_metadata", {}).items()):
+        exec_data = data.get("exec_data")
+        if exec_data:
+            rows.append({"chapter": doc.split("/")[-1], "scale": "book", "seconds": exec_data["runtime"],
+                         "ok": bool(exec_data["succeeded"]), "source": "make book"})
+    return rows
+
+
+def bench_chapters(quick: bool, scales: tuple[str, ...] = ("ci", "book")) -> list[dict]:
+    rows = []
+    scales = ("ci",) if quick else scales
     for path in sorted((ROOT / "book").glob("*.ipynb")):
         for scale in scales:
             with tempfile.TemporaryDirectory() as tmp:
@@ -229,7 +257,8 @@ def bench_chapters(quick: bool) -> list[dict]:
                                        "-p", "scale", scale, "--cwd", str(path.parent), "--no-progress-bar"],
                                       capture_output=True, text=True, env=env)
                 seconds = time.perf_counter() - start
-            rows.append({"chapter": path.stem, "scale": scale, "seconds": seconds, "ok": proc.returncode == 0})
+            rows.append({"chapter": path.stem, "scale": scale, "seconds": seconds, "ok": proc.returncode == 0,
+                         "source": "papermill"})
             print(f"chapter {path.stem:40s} {scale:5s} {seconds:8.1f} s {'ok' if proc.returncode == 0 else 'FAILED'}")
     return rows
 
@@ -283,9 +312,10 @@ def markdown(result: dict) -> str:
                   f"{t['python_loop']['median_s']:.2f} s | {t['speedup']:.1f}× |" for t in result["training"]]
         lines.append("")
     if "chapters" in result:
-        lines += ["**Chapters** (papermill, wall time):", "", "| chapter | scale | seconds |", "|---|---|---|"]
-        lines += [f"| {r['chapter']} | {r['scale']} | {r['seconds']:.0f}{'' if r['ok'] else ' (failed)'} |"
-                  for r in result["chapters"]]
+        lines += ["**Chapters** (wall time of executing each notebook):", "",
+                  "| chapter | scale | seconds | how |", "|---|---|---|---|"]
+        lines += [f"| {r['chapter']} | {r['scale']} | {r['seconds']:.0f}{'' if r['ok'] else ' (failed)'} | "
+                  f"{r.get('source', 'papermill')} |" for r in result["chapters"]]
         lines.append("")
     if "make_test" in result:
         mt = result["make_test"]
@@ -300,16 +330,31 @@ def main() -> None:
                         help="run only these sections")
     parser.add_argument("--with-make-test", action="store_true", help="also time `make test`")
     parser.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
+    parser.add_argument("--chapter-scales", nargs="*", default=["ci", "book"], choices=("ci", "book", "paper"),
+                        help="scales at which the chapters section runs each notebook")
+    parser.add_argument("--book-times-from-build", metavar="BUILD_DIR",
+                        help="take the book-scale chapter times from the last `make book` in BUILD_DIR "
+                             "(e.g. _build) instead of running every chapter again")
+    parser.add_argument("--fresh", action="store_true",
+                        help="start a new result file instead of keeping the sections not rerun")
     args = parser.parse_args()
     sections = args.only or ["ntk", "hessian", "training", "chapters"]
-    result = {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": args.quick}
-    for name, fn in (("ntk", bench_ntk), ("hessian", bench_hessian), ("training", bench_training),
-                     ("chapters", bench_chapters)):
+    out = Path(args.out)
+    result = {}
+    if not args.fresh and out.with_suffix(".json").exists():  # keep earlier sections, each with its date
+        result = json.loads(out.with_suffix(".json").read_text())
+    result |= {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": args.quick}
+    scales = tuple(s for s in args.chapter_scales if not (s == "book" and args.book_times_from_build))
+    runners = {"ntk": bench_ntk, "hessian": bench_hessian, "training": bench_training,
+               "chapters": lambda quick: bench_chapters(quick, scales)}
+    for name, fn in runners.items():
         if name in sections:
             result[name] = fn(args.quick)
+            result.setdefault("section_dates", {})[name] = result["date"]
+    if "chapters" in sections and args.book_times_from_build:
+        result["chapters"] += chapter_times_from_build(Path(args.book_times_from_build))
     if args.with_make_test:
         result["make_test"] = bench_make_test()
-    out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     from ntkbook.reproduce import atomic_write_bytes, atomic_write_json
 

@@ -1,6 +1,10 @@
-"""The rendered book, as a reader meets it: built at ci scale, served locally, read by headless Chromium.
+"""Every chapter executed at ci scale through papermill, then the book rendered from those executed
+notebooks, served locally and read by headless Chromium.
 
-For every page of ``_toc.yml``: the page loads; every internal link (and its #anchor) and every image
+Each notebook runs once (papermill, ``scale`` injected as a parameter) with its own claims ledger:
+every claim it records must have passed, and there must be at least one; every captioned figure cell
+shows exactly one figure.  The book is then built from the executed copies (execution off, so the
+notebooks are not run a second time) with warnings as errors.  For every page of ``_toc.yml``: the page loads; every internal link (and its #anchor) and every image
 resolves; every piece of maths is typeset by the MathJax copy shipped with the book (no network) with
 no MathJax error; theorem-like and exercise blocks are numbered; no uncaught JavaScript error apart
 from the benign ones listed below.  A full-page screenshot of each page is saved under
@@ -22,12 +26,16 @@ from pathlib import Path
 from typing import ClassVar
 from urllib.parse import unquote, urlparse
 
+import nbformat
 import pytest
 import yaml
+
+from ntkbook.claims import read_ledgers
 
 ROOT = Path(__file__).resolve().parents[1]
 ARTIFACTS = ROOT / "_build" / "test-artifacts" / "screenshots"
 JUPYTER_BOOK = Path(sys.executable).parent / "jupyter-book"
+NOTEBOOK_STEMS = sorted(p.stem for p in (ROOT / "book").glob("*.ipynb"))
 
 # Console messages known to be harmless, each with the reason.
 BENIGN_JS = {
@@ -54,15 +62,19 @@ def chromium_path() -> str:
     return path
 
 
-def build(out: Path, *, student: bool = False, execute: bool = True) -> Path:
+def copy_book(out: Path) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "_toc.yml", out / "_toc.yml")
     shutil.copytree(ROOT / "book", out / "book", ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints"))
+    return out
+
+
+def build(out: Path, *, student: bool = False) -> Path:
+    """Build the copy of the book in ``out`` (notebooks already executed there) without executing it."""
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     if student:
         config["sphinx"]["config"]["hide_solutions"] = True
-    if not execute:
-        config["execute"]["execute_notebooks"] = "off"
+    config["execute"]["execute_notebooks"] = "off"
     (out / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     env = os.environ | {"NTKBOOK_SCALE": "ci", "NTKBOOK_LEDGER_DIR": str(out / "ledger"), "NTKBOOK_PROGRESS": "0"}
     proc = subprocess.run([str(JUPYTER_BOOK), "build", str(out), "--builder", "html", "-W", "-n", "--keep-going"],
@@ -73,6 +85,52 @@ def build(out: Path, *, student: bool = False, execute: bool = True) -> Path:
     return out / "_build" / "html"
 
 
+def execute_notebook(path: Path, ledger: Path) -> str | None:
+    """Run one notebook in place at ci scale; return the error text, or None if it ran to the end."""
+    import papermill
+
+    os.environ["NTKBOOK_LEDGER_DIR"] = str(ledger)
+    os.environ["NTKBOOK_PROGRESS"] = "0"
+    try:
+        papermill.execute_notebook(str(path), str(path), parameters={"scale": "ci"}, kernel_name="python3",
+                                   cwd=str(path.parent), progress_bar=False)
+    except Exception as exc:  # reported by the notebook's own test, not here
+        return f"{type(exc).__name__}: {exc}"[-4000:]
+    finally:
+        os.environ.pop("NTKBOOK_LEDGER_DIR", None)
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:  # the injected parameters are an implementation detail of the test
+        if "injected-parameters" in cell.metadata.get("tags", []):
+            cell.metadata["tags"].append("remove-cell")
+    nbformat.write(nb, path)
+    return None
+
+
+@pytest.fixture(scope="module")
+def executed(tmp_path_factory):
+    """The book copied to a temporary directory, every chapter executed there once at ci scale."""
+    out = copy_book(tmp_path_factory.mktemp("book"))
+    errors = {path.stem: execute_notebook(path, out / "ledger" / path.stem)
+              for path in sorted((out / "book").glob("*.ipynb"))}
+    return out, errors
+
+
+@pytest.mark.notebook
+@pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
+def test_notebook_runs_at_ci_scale(executed, stem):
+    out, errors = executed
+    assert errors[stem] is None, f"the notebook failed:\n{errors[stem]}"
+    records = read_ledgers(out / "ledger" / stem).get(stem, [])
+    assert records, "the notebook recorded no claims"
+    failed = [r["claim"] for r in records if r["status"] != "passed"]
+    assert not failed, f"failed claims: {failed}"
+    assert {r["scale"] for r in records} == {"ci"}, "papermill's scale parameter did not reach the notebook"
+    for cell in nbformat.read(out / "book" / f"{stem}.ipynb", as_version=4).cells:
+        if cell.cell_type == "code" and cell.metadata.get("mystnb", {}).get("figure"):
+            shown = [o for o in cell.outputs if o.output_type in ("display_data", "execute_result")]
+            assert len(shown) == 1 and "image/png" in shown[0].data, f"figure cell shows {len(shown)} outputs"
+
+
 class _Handler(http.server.SimpleHTTPRequestHandler):
     statuses: ClassVar[list[tuple[str, int]]] = []
 
@@ -81,8 +139,11 @@ class _Handler(http.server.SimpleHTTPRequestHandler):
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    html = build(tmp_path_factory.mktemp("book"))
+def site(executed):
+    out, errors = executed
+    failed = sorted(stem for stem, error in errors.items() if error)
+    assert not failed, f"notebooks that failed (see their own tests): {failed}"
+    html = build(out)
     handler = functools.partial(_Handler, directory=str(html))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -179,7 +240,7 @@ def test_student_edition_hides_solutions(site, tmp_path):
     html, _ = site
     full = sum(p.read_text().count('class="solution') for p in html.glob("book/*.html"))
     assert full > 0, "the book has no solutions to hide"
-    student = build(tmp_path / "student", student=True, execute=False)
+    student = build(copy_book(tmp_path / "student"), student=True)
     hidden = sum(p.read_text().count('class="solution') for p in student.glob("book/*.html"))
     assert hidden == 0
     assert sum(p.read_text().count('class="exercise') for p in student.glob("book/*.html")) > 0
