@@ -4,6 +4,18 @@ The NTK parameterization (Section 3.3 of Liu, Zhu & Belkin 2020): every weight i
 N(0, 1) and every layer divides by the square root of its fan-in,
 α̃⁽ˡ⁾ = W⁽ˡ⁾ α⁽ˡ⁻¹⁾ / √m_{l−1},  α⁽ˡ⁾ = σ(α̃⁽ˡ⁾),  f = vᵀ α⁽ᴸ⁾ / √m_L      (Eq. 19 and 22),
 with m₀ = d for the first layer (for d = 1 this is exactly Eq. 8 and Eq. 16).
+
+``parameterization="lecun"`` (Appendix A of the paper, Eq. 39): every weight of a layer with fan-in
+m_{l−1} is drawn from N(0, 1/m_{l−1}) and the forward pass has no 1/√fan-in factor,
+α̃⁽ˡ⁾ = W̄⁽ˡ⁾ α⁽ˡ⁻¹⁾.  With W̄⁽ˡ⁾ = W⁽ˡ⁾/√m_{l−1} both parameterizations compute the same function;
+only the coordinates (and therefore gradients, kernels, Hessians and gradient descent) differ.
+Biases are N(0, 1) and unscaled in both.
+
+The LeCun-parameterized networks are the classes :class:`LeCunShallowNetwork` and :class:`LeCunMLP`.
+They share all code with :class:`ShallowNetwork` and :class:`MLP` (common base classes) but are
+deliberately *not* subclasses of them: code specialised to the NTK parameterization (e.g. the
+structured tangent kernel, which hard-codes the 1/√fan-in factors) recognises models with
+``isinstance(model, MLP)`` and must not mistake a LeCun network for one.
 """
 
 from __future__ import annotations
@@ -11,7 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import Any, ClassVar, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -20,14 +32,53 @@ from .. import _validation as V
 from ..activations import Activation, get_activation
 from .common import HIGHEST, STATIC, Array, PyTree, dense, inputs, squeeze_output
 
+PARAMETERIZATIONS = ("ntk", "lecun")
+"""``"ntk"``: weights N(0, 1), 1/√fan-in in the forward pass (the paper's default);
+``"lecun"``: weights N(0, 1/fan-in), no factor in the forward pass (Appendix A, Eq. 39)."""
+
+
+def _layer(a: Array, w: Array, parameterization: str) -> Array:
+    """a @ wᵀ, divided by √fan_in in the NTK parameterization only (full float32 precision)."""
+    if parameterization == "ntk":
+        return dense(a, w)
+    return jnp.matmul(a, w.T, precision=HIGHEST)
+
+
+def _init_std(fan_in: int, parameterization: str) -> float:
+    """Standard deviation of an initial weight with this fan-in: 1 (NTK) or 1/√fan_in (LeCun)."""
+    return 1.0 if parameterization == "ntk" else 1.0 / math.sqrt(fan_in)
+
 # ---------------------------------------------------------------------------------------------
 # One hidden layer, Eq. (8)
 # ---------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, eq=False)
+class _ShallowBase:
+    """Code shared by :class:`ShallowNetwork` and :class:`LeCunShallowNetwork`."""
+
+    v: Array
+    activation: Activation = field(metadata=STATIC)
+    input_dim: int = field(metadata=STATIC)
+    parameterization: ClassVar[str] = "ntk"
+
+    @property
+    def width(self) -> int:
+        return int(self.v.shape[0])
+
+    def hidden(self, params: PyTree, x: Any) -> Array:
+        """Hidden-layer values α(x) = σ(w x / √d) (NTK) or σ(w̄ x) (LeCun), shape (n, m)."""
+        return self.activation(_layer(inputs(x, self.input_dim), params["w"], self.parameterization))
+
+    def apply(self, params: PyTree, x: Any) -> Array:
+        """Network output, shape (n,)."""
+        out = jnp.matmul(self.hidden(params, x), self.v, precision=HIGHEST)
+        return out / math.sqrt(self.width) if self.parameterization == "ntk" else out
+
+
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True, eq=False)
-class ShallowNetwork:
+class ShallowNetwork(_ShallowBase):
     """f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx / √d) — Eq. (8) of Liu, Zhu & Belkin (2020).
 
     Trainable parameters ``{"w": (m, d)}``; the output weights ``v ∈ {±1}^m`` are fixed (a leaf of
@@ -35,21 +86,21 @@ class ShallowNetwork:
     H_ii = vᵢ σ''(wᵢx) x² / √m for d = 1.
     """
 
-    v: Array
-    activation: Activation = field(metadata=STATIC)
-    input_dim: int = field(metadata=STATIC)
+    parameterization: ClassVar[str] = "ntk"
 
-    @property
-    def width(self) -> int:
-        return int(self.v.shape[0])
 
-    def hidden(self, params: PyTree, x: Any) -> Array:
-        """Hidden-layer values α(x) = σ(w x / √d), shape (n, m)."""
-        return self.activation(dense(inputs(x, self.input_dim), params["w"]))
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class LeCunShallowNetwork(_ShallowBase):
+    """The network of Eq. (8) in the LeCun parameterization (Appendix A, Eq. 39):
 
-    def apply(self, params: PyTree, x: Any) -> Array:
-        """Network output, shape (n,)."""
-        return jnp.matmul(self.hidden(params, x), self.v, precision=HIGHEST) / math.sqrt(self.width)
+    f(w̄; x) = Σᵢ v̄ᵢ σ(w̄ᵢᵀx),  w̄ᵢ ~ N(0, I/d) trainable,  v̄ᵢ ∈ {±1/√m} fixed.
+
+    The same function as :class:`ShallowNetwork` at w = √d·w̄ (and v = √m·v̄); gradients are √d
+    times larger, Hessians d times larger (Eq. 36–37 with σ_m = 1/√d for this layer).
+    """
+
+    parameterization: ClassVar[str] = "lecun"
 
 
 def shallow_network(
@@ -59,8 +110,13 @@ def shallow_network(
     input_dim: int = 1,
     activation: str | Activation = "tanh",
     dtype: Any = jnp.float32,
-) -> tuple[ShallowNetwork, PyTree]:
+    parameterization: str = "ntk",
+) -> tuple[ShallowNetwork | LeCunShallowNetwork, PyTree]:
     """Initialize the network of Eq. (8): wᵢ ~ N(0, 1) (trainable), vᵢ uniform on {±1} (fixed).
+
+    With ``parameterization="lecun"`` the same random draws are rescaled to the LeCun
+    coordinates: w̄ = w/√d, v̄ = v/√m (so both models compute the same function at initialization
+    for the same key), and the model is a :class:`LeCunShallowNetwork`.
 
     Returns:
         ``(model, params)`` with ``params = {"w": (width, input_dim)}``.
@@ -68,11 +124,13 @@ def shallow_network(
     width = V.positive_int("width", width)
     input_dim = V.positive_int("input_dim", input_dim)
     dtype = V.float_dtype("dtype", dtype)
+    parameterization = V.choice("parameterization", parameterization, PARAMETERIZATIONS)
     act = get_activation(activation)
     k_w, k_v = jax.random.split(key)
-    w = jax.random.normal(k_w, (width, input_dim), dtype)
-    v = jax.random.rademacher(k_v, (width,), dtype)
-    return ShallowNetwork(v=v, activation=act, input_dim=input_dim), {"w": w}
+    w = jax.random.normal(k_w, (width, input_dim), dtype) * _init_std(input_dim, parameterization)
+    v = jax.random.rademacher(k_v, (width,), dtype) * _init_std(width, parameterization)
+    cls = ShallowNetwork if parameterization == "ntk" else LeCunShallowNetwork
+    return cls(v=v, activation=act, input_dim=input_dim), {"w": w}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -94,18 +152,9 @@ class ForwardPass(NamedTuple):
     output: Array
 
 
-@jax.tree_util.register_dataclass
 @dataclass(frozen=True, eq=False)
-class MLP:
-    """Fully connected network with a linear output layer, Eq. (19)/(22).
-
-    α⁽⁰⁾ = x,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m_{l−1} (+ b⁽ˡ⁾),  α⁽ˡ⁾ = σ_l(α̃⁽ˡ⁾),  f = vᵀα⁽ᴸ⁾/√m_L.
-
-    Trainable parameters ``{"layers": [{"W": (m_l, m_{l−1}), "b": (m_l,)?}, ...], "v": (m_L, k)}``;
-    when the output layer is fixed, ``v`` lives on the model instead (``fixed_v``) and is absent from
-    ``params``.  Each hidden layer may have its own activation (e.g. the identity bottleneck of
-    Eq. 31).
-    """
+class _MLPBase:
+    """Code shared by :class:`MLP` and :class:`LeCunMLP`."""
 
     fixed_v: Array | None
     widths: tuple[int, ...] = field(metadata=STATIC)
@@ -113,6 +162,7 @@ class MLP:
     input_dim: int = field(metadata=STATIC)
     output_dim: int = field(metadata=STATIC)
     use_bias: bool = field(metadata=STATIC)
+    parameterization: ClassVar[str] = "ntk"
 
     @property
     def depth(self) -> int:
@@ -123,19 +173,51 @@ class MLP:
         a = inputs(x, self.input_dim)
         pre, post = [], [a]
         for layer, act in zip(params["layers"], self.activations, strict=True):
-            z = dense(a, layer["W"])
+            z = _layer(a, layer["W"], self.parameterization)
             if self.use_bias:
                 z = z + layer["b"]
             a = act(z)
             pre.append(z)
             post.append(a)
         v = self.fixed_v if self.fixed_v is not None else params["v"]
-        f = jnp.matmul(a, v, precision=HIGHEST) / math.sqrt(self.widths[-1])
+        f = jnp.matmul(a, v, precision=HIGHEST)
+        if self.parameterization == "ntk":
+            f = f / math.sqrt(self.widths[-1])
         return ForwardPass(pre, post, squeeze_output(f))
 
     def apply(self, params: PyTree, x: Any) -> Array:
         """Network output, (n,) for one output, (n, k) for k > 1."""
         return self.forward(params, x).output
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class MLP(_MLPBase):
+    """Fully connected network with a linear output layer, Eq. (19)/(22).
+
+    α⁽⁰⁾ = x,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m_{l−1} (+ b⁽ˡ⁾),  α⁽ˡ⁾ = σ_l(α̃⁽ˡ⁾),  f = vᵀα⁽ᴸ⁾/√m_L.
+
+    Trainable parameters ``{"layers": [{"W": (m_l, m_{l−1}), "b": (m_l,)?}, ...], "v": (m_L, k)}``;
+    when the output layer is fixed, ``v`` lives on the model instead (``fixed_v``) and is absent from
+    ``params``.  Each hidden layer may have its own activation (e.g. the identity bottleneck of
+    Eq. 31).
+    """
+
+    parameterization: ClassVar[str] = "ntk"
+
+
+@jax.tree_util.register_dataclass
+@dataclass(frozen=True, eq=False)
+class LeCunMLP(_MLPBase):
+    """:class:`MLP` in the LeCun parameterization (Appendix A, Eq. 39):
+
+    α̃⁽ˡ⁾ = W̄⁽ˡ⁾α⁽ˡ⁻¹⁾ (+ b⁽ˡ⁾),  f = v̄ᵀα⁽ᴸ⁾,  W̄⁽ˡ⁾ ~ N(0, 1/m_{l−1}), v̄ ~ N(0, 1/m_L).
+
+    Same parameter layout as :class:`MLP`; the same function at W⁽ˡ⁾ = √m_{l−1}·W̄⁽ˡ⁾,
+    v = √m_L·v̄.
+    """
+
+    parameterization: ClassVar[str] = "lecun"
 
 
 def mlp(
@@ -148,8 +230,9 @@ def mlp(
     use_bias: bool = False,
     train_output: bool = True,
     dtype: Any = jnp.float32,
-) -> tuple[MLP, PyTree]:
-    """Initialize a fully connected NTK-parameterized network (all weights N(0, 1)).
+    parameterization: str = "ntk",
+) -> tuple[MLP | LeCunMLP, PyTree]:
+    """Initialize a fully connected network, NTK-parameterized by default (all weights N(0, 1)).
 
     Args:
         key: PRNG key.
@@ -160,6 +243,10 @@ def mlp(
         use_bias: add b⁽ˡ⁾ ~ N(0, 1) to every pre-activation.
         train_output: if False the output weights are fixed (stored on the model).
         dtype: parameter dtype (float64 needs ``jax_enable_x64``).
+        parameterization: ``"ntk"`` (default) or ``"lecun"`` — weights N(0, 1/fan-in) and no
+            1/√fan-in factor in the forward pass (Appendix A, Eq. 39).  For the same key the two
+            draw the same standard normals, rescaled: W̄⁽ˡ⁾ = W⁽ˡ⁾/√m_{l−1}, v̄ = v/√m_L, so they
+            compute the same function at initialization; the model is then a :class:`LeCunMLP`.
 
     Returns:
         ``(model, params)``.
@@ -168,6 +255,7 @@ def mlp(
     input_dim = V.positive_int("input_dim", input_dim)
     output_dim = V.positive_int("output_dim", output_dim)
     dtype = V.float_dtype("dtype", dtype)
+    parameterization = V.choice("parameterization", parameterization, PARAMETERIZATIONS)
     if isinstance(activation, (str, Activation)):
         acts = tuple(get_activation(activation) for _ in widths)
     else:
@@ -178,16 +266,17 @@ def mlp(
     layers, fan_in = [], input_dim
     for k, m in zip(keys[:-1], widths, strict=True):
         kw, kb = jax.random.split(k)
-        layer = {"W": jax.random.normal(kw, (m, fan_in), dtype)}
+        layer = {"W": jax.random.normal(kw, (m, fan_in), dtype) * _init_std(fan_in, parameterization)}
         if use_bias:
             layer["b"] = jax.random.normal(kb, (m,), dtype)
         layers.append(layer)
         fan_in = m
-    v = jax.random.normal(keys[-1], (widths[-1], output_dim), dtype)
+    v = jax.random.normal(keys[-1], (widths[-1], output_dim), dtype) * _init_std(widths[-1], parameterization)
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v
-    model = MLP(
+    cls = MLP if parameterization == "ntk" else LeCunMLP
+    model = cls(
         fixed_v=None if train_output else v,
         widths=widths,
         activations=acts,

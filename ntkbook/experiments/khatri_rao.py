@@ -1,0 +1,341 @@
+"""Chapter 8 — Khatri–Rao products, data diversity and the neural-network covariances
+(Oymak & Soltanolkotabi 2020, Section 1.3, Theorem 2.1, Definitions 3.1 and 6.1, Lemmas 6.4, 6.5,
+Appendix H).
+
+* :func:`identity_errors` — (A∗B)(A∗B)ᵀ = (AAᵀ)⊙(BBᵀ) and X^{∗r}(X^{∗r})ᵀ = (XXᵀ)^{⊙r}, and σ_min by
+  the Gram route against an SVD of the explicit matrix;
+* :func:`sphere_regimes` — ‖X‖, σ_min(X∗X), κ(X) for data uniform on the sphere across n and d;
+* :func:`degenerate_data` — duplicated, nearly collinear and (nearly) antipodal points;
+* :func:`covariance_routes` — Σ(X), Σ̃(X) by closed form, quadrature, Hermite series and Monte Carlo;
+* :func:`hermite_table` — μ_r by sympy and by quadrature;
+* :func:`quadratic_reduction` — Lemma 6.4 (PSD margins with their floating-point tolerance);
+* :func:`higher_order_sweep` — Lemmas H.1/H.2: which r gives the best bound for which (n, d);
+* :func:`schur_pairs` — Lemma 6.5 on random PSD pairs and its tight cases.
+
+All linear algebra in float64 NumPy; random draws from explicit JAX keys (x64 enabled locally).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import jax
+import numpy as np
+from scipy import stats
+
+from .. import covariance as cov
+from .. import khatri_rao as kr
+from ..data import sphere
+from ..progress import progress
+
+Array = jax.Array
+EPS = float(np.finfo(np.float64).eps)
+
+
+def _normal(key: Array, shape: tuple[int, ...]) -> np.ndarray:
+    """Standard normal float64 array from a NumPy generator seeded with the bits of the JAX ``key``.
+
+    Still one explicit key per draw, but no XLA compilation per matrix shape (this chapter draws
+    dozens of small matrices of different sizes; compiling a sampler for each would dominate).
+    """
+    seed = np.asarray(jax.random.key_data(key)).astype(np.uint64).tolist()
+    return np.random.default_rng(seed).standard_normal(shape)
+
+
+def _sphere(key: Array, n: int, d: int) -> np.ndarray:
+    """n points uniform on S^{d−1} (normalized Gaussian rows), float64."""
+    g = _normal(key, (n, d))
+    return g / np.linalg.norm(g, axis=1, keepdims=True)
+
+
+def gram_tolerance(a: np.ndarray) -> float:
+    """Floating-point tolerance for the eigenvalues of a computed n×n symmetric matrix A:
+    16·n·ε·‖A‖_∞ (the backward error n·ε·‖A‖₂ of the symmetric eigensolver, Golub & Van Loan §8.4,
+    with a safety factor 16 and the cheaper upper bound ‖A‖_∞ ≥ ‖A‖₂)."""
+    return kr.gram_resolution(a)
+
+
+# ---------------------------------------------------------------------------------------------
+# The identity and the Gram route
+# ---------------------------------------------------------------------------------------------
+
+
+def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+    """Maximum entrywise errors of the Khatri–Rao identities on random matrices, per (n, d, r).
+
+    Settings: ``shapes`` (list of (n, d)), ``orders`` (r values).  For each shape: A∗B with
+    independent Gaussian A (n×d) and B (n×(d+1)); X (unit rows) and every r: the Gram matrix of the
+    explicit X^{∗r} against (XXᵀ)^{⊙r}, and σ_min(X^{∗r}) by SVD of the explicit matrix against the
+    Gram route.
+    """
+    rows = []
+    for i, (n, d) in enumerate(settings["shapes"]):
+        k = jax.random.fold_in(key, i)
+        a, b = _normal(jax.random.fold_in(k, 0), (n, d)), _normal(jax.random.fold_in(k, 1), (n, d + 1))
+        ab = kr.khatri_rao(a, b)
+        lhs, rhs = ab @ ab.T, (a @ a.T) * (b @ b.T)
+        rows.append({"n": n, "d": d, "r": "A∗B", "columns": ab.shape[1],
+                     "max |Gram − Hadamard|": float(np.abs(lhs - rhs).max()),
+                     "relative": float(np.abs(lhs - rhs).max() / np.abs(rhs).max()),
+                     "σ_min SVD": float("nan"), "σ_min Gram": float("nan")})
+        x = _sphere(jax.random.fold_in(k, 2), n, d)
+        for r in settings["orders"]:
+            xr = kr.khatri_rao_power(x, r)
+            g_explicit, g_hadamard = xr @ xr.T, kr.hadamard_gram(x, r)
+            svd = np.linalg.svd(xr, compute_uv=False)
+            s_svd = float(svd[n - 1]) if xr.shape[1] >= n else 0.0
+            rows.append({"n": n, "d": d, "r": r, "columns": xr.shape[1],
+                         "max |Gram − Hadamard|": float(np.abs(g_explicit - g_hadamard).max()),
+                         "relative": float(np.abs(g_explicit - g_hadamard).max() / np.abs(g_hadamard).max()),
+                         "σ_min SVD": s_svd, "σ_min Gram": kr.sigma_min_power(x, r)})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Data uniform on the sphere: the regimes of Theorem 2.1 / Corollary 2.2
+# ---------------------------------------------------------------------------------------------
+
+
+def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+    """‖X‖, σ²_min(X∗X), κ(X) and the Marchenko–Pastur yardstick across n and d.
+
+    Settings: ``ds``, ``fractions`` (n as fractions of D = d(d+1)/2, rounded, at least 2), also
+    ``n = d``, and ``seeds``.  Returns equal-length arrays ``d``, ``n``, ``D``, ``seed``, ``norm``,
+    ``sigma2`` (λ_min((XXᵀ)^{⊙2}), 0 below the Gram resolution), ``lambda_min_raw``, ``gram_norm``,
+    ``resolution`` (:func:`ntkbook.khatri_rao.gram_resolution`),
+    ``kappa``, ``mp`` (:func:`ntkbook.khatri_rao.marchenko_pastur_edge`).
+    """
+    out: dict[str, list] = {k: [] for k in ("d", "n", "D", "seed", "norm", "sigma2", "lambda_min_raw",
+                                            "gram_norm", "resolution", "kappa", "mp")}
+    for d in progress(settings["ds"], desc="d"):
+        big_d = kr.symmetric_dimension(d, 2)
+        ns = sorted({max(2, round(f * big_d)) for f in settings["fractions"]} | {d})
+        for n in ns:
+            for s in range(settings["seeds"]):
+                x = _sphere(jax.random.fold_in(jax.random.fold_in(key, 1000 * d + s), n), n, d)
+                g2 = kr.hadamard_gram(x, 2)
+                ev = np.linalg.eigvalsh(g2)
+                lam = float(ev[0])
+                norm = kr.spectral_norm(x)
+                s2 = lam if lam > kr.gram_resolution(g2) else 0.0
+                for name, value in (("d", d), ("n", n), ("D", big_d), ("seed", s), ("norm", norm),
+                                    ("sigma2", s2), ("lambda_min_raw", lam),
+                                    ("gram_norm", float(ev[-1])), ("resolution", kr.gram_resolution(g2)),
+                                    ("kappa", math.sqrt(d / n) * norm / s2 if s2 > 0 else math.inf),
+                                    ("mp", kr.marchenko_pastur_edge(n, d))):
+                    out[name].append(value)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Degenerate data: duplicates, near-duplicates, antipodal points
+# ---------------------------------------------------------------------------------------------
+
+
+def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+    """What nearly equal and nearly antipodal inputs do to σ_min(X∗X), κ(X), λ(X) and ‖X‖.
+
+    Settings: ``n``, ``d``, ``epsilons``.  Row 1 of a sphere data set is replaced by a point at angle
+    arctan ε from row 0 (``near``) or from −row 0 (``antipodal``); ε = 0 gives an exact duplicate
+    or an exact antipodal pair.  Returns per-kind arrays over ε: ``sigma`` (σ_min(X∗X)), ``kappa``,
+    ``lam`` (λ(X) for ``activation``), ``norm`` and the exact upper bound ``sin_theta`` = ε/√(1+ε²)
+    (σ_min(X∗X) ≤ ‖(x₀⊗x₀ − x₁⊗x₁)/√2‖ = sin θ), plus the ε = 0 values and the base data's values.
+    """
+    n, d = int(settings["n"]), int(settings["d"])
+    base = _sphere(jax.random.fold_in(key, 0), n, d)
+    kdir = jax.random.fold_in(key, 1)
+
+    def measure(x: np.ndarray) -> dict[str, float]:
+        g2 = kr.hadamard_gram(x, 2)
+        lam2 = float(np.linalg.eigvalsh(g2)[0])
+        sig = cov.neural_network_covariance(x, activation)
+        return {"sigma": kr.sigma_min_khatri_rao(x), "lambda_min_gram": lam2, "kappa": kr.kappa(x),
+                "lam": cov.lambda_min(sig), "norm": kr.spectral_norm(x), "tol_gram": gram_tolerance(g2),
+                "tol_sigma": gram_tolerance(sig)}
+
+    result: dict[str, Any] = {"base": measure(base), "epsilons": np.asarray(settings["epsilons"], float)}
+    with jax.enable_x64(True):
+        xb = jax.numpy.asarray(base)
+        for kind, antipodal in (("near", False), ("antipodal", True)):
+            rows = [measure(np.asarray(sphere.with_near_duplicate(xb, float(e), kdir, antipodal=antipodal)))
+                    for e in settings["epsilons"]]
+            result[kind] = {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
+            result[kind]["sin_theta"] = result["epsilons"] / np.sqrt(1 + result["epsilons"] ** 2)
+            exact = sphere.with_near_duplicate(xb, 0.0, kdir, antipodal=antipodal)
+            result[f"{kind}_exact"] = measure(np.asarray(exact))
+    return result
+
+
+# ---------------------------------------------------------------------------------------------
+# Covariances by four routes
+# ---------------------------------------------------------------------------------------------
+
+
+def monte_carlo_z_limit(entries: int, false_alarm: float = 1e-3) -> float:
+    """Bonferroni bound: |z| of every one of ``entries`` Monte Carlo estimates stays below this
+    with probability ≥ 1 − false_alarm (two-sided normal quantile at false_alarm/(2·entries))."""
+    return float(stats.norm.isf(false_alarm / (2 * entries)))
+
+
+def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+    """Σ(X) and Σ̃(X) by every route, for each activation in ``settings["activations"]``.
+
+    Settings: ``n``, ``d``, ``activations``, ``samples`` (Monte Carlo), ``degree`` (2-D quadrature).
+    Per (activation, matrix): the max entrywise differences exact−quadrature and exact−Hermite series,
+    the largest Monte Carlo |z| score (difference / standard error) and its Bonferroni limit.
+    """
+    n, d = int(settings["n"]), int(settings["d"])
+    x = _sphere(jax.random.fold_in(key, 0), n, d)
+    iu = np.triu_indices(n)
+    z_limit = monte_carlo_z_limit(len(iu[0]))
+    rows = []
+    for i, a in enumerate(progress(settings["activations"], desc="activations")):
+        for j, (name, fn, which) in enumerate((("Σ", cov.neural_network_covariance, "sigma"),
+                                               ("Σ̃", cov.output_feature_covariance, "sigma_tilde"))):
+            exact = fn(x, a, method="exact")
+            quad = fn(x, a, method="quadrature", degree=settings["degree"])
+            herm = fn(x, a, method="hermite")
+            mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings["samples"],
+                                 which=which)
+            diff = (mc.mean - exact)[iu]
+            se = mc.stderr[iu]
+            z = np.where(se > 0, np.abs(diff) / np.where(se > 0, se, 1.0), np.where(np.abs(diff) > 0, np.inf, 0.0))
+            closed = cov.get(a).kernel_dphi is not None
+            rows.append({"activation": a, "matrix": name, "exact route": "closed form" if closed else "Hermite series",
+                         "|exact − quadrature|": float(np.abs(exact - quad).max()),
+                         "|exact − Hermite|": float(np.abs(exact - herm).max()),
+                         "max MC |z|": float(z.max()), "z limit": z_limit, "MC samples": mc.samples,
+                         "λ_min": cov.lambda_min(exact)})
+    return rows
+
+
+def hermite_table(activations: tuple[str, ...], r_max: int, *, degree: int = 200) -> list[dict[str, Any]]:
+    """μ_r(φ) and μ_r(φ') for r ≤ r_max: exact (sympy expressions in ``symbolic`` and floats in
+    ``exact``, where available) and by Gauss–Hermite quadrature (``quadrature``)."""
+    rows = []
+    for a in activations:
+        for derivative in (False, True):
+            quad = cov.hermite_coefficients(a, r_max, derivative=derivative, method="quadrature", degree=degree)
+            act = cov.get(a)
+            exact_fn = act.hermite_dphi if derivative else act.hermite_phi
+            exact = (np.array([float(exact_fn(r)) for r in range(r_max + 1)]) if exact_fn is not None
+                     else np.full(r_max + 1, np.nan))
+            symbolic = [exact_fn(r) for r in range(r_max + 1)] if exact_fn is not None else None
+            rows.append({"activation": a, "function": f"{a}'" if derivative else a, "quadrature": quad,
+                         "exact": exact, "symbolic": symbolic})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 6.4 and Appendix H
+# ---------------------------------------------------------------------------------------------
+
+
+def _route_error(x: np.ndarray, activation: str, output: bool, degree: int) -> float:
+    """An upper estimate of the entrywise error of the computed covariance: 0 for closed forms (up to
+    rounding), otherwise the largest difference between the Hermite series and 2-D quadrature."""
+    act = cov.get(activation)
+    closed = act.kernel_phi if output else act.kernel_dphi
+    if closed is not None:
+        return 0.0
+    fn = cov.output_feature_covariance if output else cov.neural_network_covariance
+    return float(np.abs(fn(x, activation) - fn(x, activation, method="quadrature", degree=degree)).max())
+
+
+def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+    """Lemma 6.4 on sphere data of every (n, d) in ``settings["shapes"]`` and every activation.
+
+    Per case: the PSD margins λ_min(Σ − (μ̃²11ᵀ + μ²G)⊙G) and λ_min(Σ − μ²G⊙G) with the tolerance
+    n·(entrywise route error) + 16nε‖Σ‖ they must exceed −tol, λ(X), the bound μ²σ²_min(X∗X), and
+    their ratio.
+    """
+    rows = []
+    for i, (n, d) in enumerate(settings["shapes"]):
+        x = _sphere(jax.random.fold_in(key, i), n, d)
+        s2 = max(float(np.linalg.eigvalsh(kr.hadamard_gram(x, 2))[0]), 0.0)
+        for a in settings["activations"]:
+            sig = cov.neural_network_covariance(x, a)
+            c = cov.constants(a)
+            mats = cov.quadratic_reduction_bound(x, a)
+            tol = n * _route_error(x, a, False, settings["degree"]) + gram_tolerance(sig)
+            lam = cov.lambda_min(sig)
+            rows.append({"n": n, "d": d, "activation": a, "μ_φ": c.mu, "μ̃_φ": c.mu_tilde,
+                         "margin (μ̃²11ᵀ+μ²G)⊙G": cov.psd_margin(sig, mats["first"]),
+                         "margin μ²G⊙G": cov.psd_margin(sig, mats["second"]), "tolerance": tol,
+                         "λ(X)": lam, "μ²σ²_min(X∗X)": c.mu**2 * s2,
+                         "ratio": lam / (c.mu**2 * s2) if c.mu**2 * s2 > 0 else math.inf})
+    return rows
+
+
+def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: str, output: bool = False
+                       ) -> dict[str, Any]:
+    """Lemma H.1 (``output=False``: λ(X) ≥ μ_r²(φ')σ²_min(X^{∗(r+1)})) or H.2 (``output=True``:
+    λ̃(X) ≥ μ_r²(φ)σ²_min(X^{∗r})) for r in ``settings["orders"]`` across n at fixed d.
+
+    Settings: ``d``, ``ns``, ``orders``, ``degree``.  Returns ``n`` (m,), ``orders`` (R,), ``bounds``
+    (m, R), ``lam`` (m,) (λ or λ̃), ``tolerance`` (m,), ``best_r`` (m,) (argmax of the bounds, −1
+    when all vanish), ``rank_limits`` (R,) = C(d + p − 1, p) for the Khatri–Rao power p used.
+    """
+    d = int(settings["d"])
+    orders = np.asarray(settings["orders"])
+    fn = cov.output_feature_covariance if output else cov.neural_network_covariance
+    bounds, lams, tols = [], [], []
+    for n in progress(settings["ns"], desc=f"H.{2 if output else 1} n"):
+        x = _sphere(jax.random.fold_in(key, int(n)), int(n), d)
+        sig = fn(x, activation)
+        tols.append(int(n) * _route_error(x, activation, output, settings["degree"]) + gram_tolerance(sig))
+        lams.append(cov.lambda_min(sig))
+        bounds.append(cov.higher_order_bounds(x, activation, orders, output=output)["bound"])
+    bounds = np.asarray(bounds)
+    best = np.where(bounds.max(axis=1) > 0, orders[np.argmax(bounds, axis=1)], -1)
+    powers = orders if output else orders + 1
+    return {"n": np.asarray(settings["ns"]), "orders": orders, "bounds": bounds, "lam": np.asarray(lams),
+            "tolerance": np.asarray(tols), "best_r": best,
+            "rank_limits": np.asarray([kr.symmetric_dimension(d, int(p)) for p in powers]),
+            "mu": cov.hermite_coefficients(activation, int(orders.max()), derivative=not output)[orders],
+            "activation": activation, "d": d, "output": output}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 6.5 (Schur)
+# ---------------------------------------------------------------------------------------------
+
+
+def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
+    """Lemma 6.5 on random PSD pairs and on its tight cases.
+
+    Settings: ``n``, ``pairs``.  Random pairs: A = GGᵀ/m_A and B = HHᵀ/m_B + diag scaling, with the
+    ranks m_A, m_B drawn between 1 and 2n (so rank-deficient and full-rank A, B both occur).  Returns
+    per pair the two sides of both inequalities, and the same for the tight families B = c·11ᵀ (A⊙B =
+    cA: equality in both) and A = c·I (A⊙B = c·diag(B): equality in both when B is a correlation
+    matrix scaled by c', and in the lower one whenever B's smallest diagonal entry is its own
+    smallest eigenvalue's witness).
+    """
+    n, pairs = int(settings["n"]), int(settings["pairs"])
+    rng_keys = jax.random.split(key, pairs)
+    rows: dict[str, list] = {k: [] for k in ("kind", "lmin_AB", "lower", "lmax_AB", "upper")}
+
+    def record(kind: str, a: np.ndarray, b: np.ndarray) -> None:
+        ab = a * b
+        ev_ab, ev_a = np.linalg.eigvalsh(ab), np.linalg.eigvalsh(a)
+        rows["kind"].append(kind)
+        rows["lmin_AB"].append(float(ev_ab[0]))
+        rows["lower"].append(float(np.min(np.diag(b)) * ev_a[0]))
+        rows["lmax_AB"].append(float(ev_ab[-1]))
+        rows["upper"].append(float(np.max(np.diag(b)) * ev_a[-1]))
+
+    for i in range(pairs):
+        k = rng_keys[i]
+        m_a, m_b = (int(v) for v in jax.random.randint(jax.random.fold_in(k, 0), (2,), 1, 2 * n + 1))
+        g = _normal(jax.random.fold_in(k, 1), (n, m_a))
+        h = _normal(jax.random.fold_in(k, 2), (n, m_b))
+        scale = np.exp(_normal(jax.random.fold_in(k, 3), (n,)))
+        a = g @ g.T / m_a
+        b = (h @ h.T / m_b) * np.outer(scale, scale)
+        record("random", a, b)
+        record("B = c·11ᵀ (tight)", a + np.eye(n) * (i % 2), float(scale[0]) * np.ones((n, n)))
+        corr = b / np.sqrt(np.outer(np.diag(b), np.diag(b)))
+        record("A = c·I, B = c'·correlation (tight)", float(scale[1]) * np.eye(n), float(scale[2]) * corr)
+    return {k: np.asarray(v) for k, v in rows.items()}

@@ -1,0 +1,599 @@
+"""Chapter 4 — lazy training, rescaling and parameterization (Liu, Zhu & Belkin 2020, §1.1, App. A).
+
+* :func:`circle_data` — the small, well-conditioned training set of Chapters 4–5;
+* :func:`gd_run` — full-batch gradient descent on L(w) = ½‖f(w; X) − y‖² compiled with ``lax.scan``,
+  tracking user quantities at every step (shared by the chapters on Sections 4 and 5);
+* :func:`shallow_hessian_norm` — ‖∂²f/∂w²‖ of the fixed-output network of Eq. (8) in closed form;
+* :func:`segment_gradient_sup` — a certified upper estimate of sup ‖∇_w f‖ on the segment [w₀, w*]
+  (the denominator of Eq. 2);
+* :func:`weight_change_sweep` — networks trained to convergence across widths and seeds:
+  ‖w* − w₀‖ = Θ(1), ‖w* − w₀‖_∞ = O(1/√m), the lower bound of Eq. (2), Chizat's A and B (Eq. 3);
+* :func:`rescaled_model_sweep` — the centred, α-rescaled model of Eq. (4): A and B, trained;
+* :func:`rescaling_equals_label_rescaling` — GD on αf̄ with labels y is GD on f̄ with labels y/α;
+* :func:`parameterization_identities`, :func:`parameterization_sweep` — Appendix A (Eq. 35–41):
+  LeCun against NTK parameterization.
+
+Loss convention (all of Chapters 4–5): L(w) = ½ Σᵢ (f(w; xᵢ) − yᵢ)², the loss of Theorem 5.1, so one
+step is w ← w − η J(w)ᵀ r(w) with r the residual; the step size is η = c/λ_max(K(w₀)) (stable for
+c < 2 on the linearized model).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validation as V
+from ..activations import Activation
+from ..fitting import PowerLawFit
+from ..models.dense import MLP, LeCunMLP, ShallowNetwork, mlp, shallow_network
+from ..progress import progress
+from ..pytree import tree_max_abs, tree_norm, tree_sub
+
+Array = jax.Array
+PyTree = Any
+HIGHEST = jax.lax.Precision.HIGHEST
+
+# ---------------------------------------------------------------------------------------------
+# Data, gradient descent, small helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def circle_data(num_inputs: int, *, radius: float = 3.0, frequency: int = 2,
+                dtype: Any = jnp.float32) -> tuple[Array, Array]:
+    """n inputs on a half circle and smooth labels: xₖ = r(cos θₖ, sin θₖ), yₖ = cos(νθₖ), θₖ = πk/n.
+
+    The angles avoid antipodal pairs (networks without biases are odd functions of x, so x and −x
+    cannot carry independent labels), and the radius r = 3 makes the pre-activations w·x/√2 of
+    order 2, where tanh is clearly non-linear: the tangent kernel on these points is well
+    conditioned (λ_max/λ_min ≈ 15–25 for n = 6).
+
+    Returns:
+        ``(x, y)`` of shapes (n, 2) and (n,).
+    """
+    n = V.positive_int("num_inputs", num_inputs)
+    radius = V.positive_float("radius", radius)
+    frequency = V.positive_int("frequency", frequency, minimum=0)
+    theta = jnp.pi * jnp.arange(n, dtype=dtype) / n
+    x = radius * jnp.stack([jnp.cos(theta), jnp.sin(theta)], axis=1)
+    return x.astype(dtype), jnp.cos(frequency * theta).astype(dtype)
+
+
+def jacobian_matrix(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array) -> Array:
+    """J ∈ ℝ^{n×P}: row i is ∇_w f(w; xᵢ) flattened (leaf order).  Scalar-output models only."""
+    jac = jax.jacrev(lambda p: apply_fn(p, x))(params)
+    return jnp.concatenate([leaf.reshape(x.shape[0], -1) for leaf in jax.tree_util.tree_leaves(jac)], axis=1)
+
+
+def kernel_matrix(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array) -> Array:
+    """K = J Jᵀ (n × n) from the Jacobian — a pure function, usable inside ``vmap``/``scan``."""
+    j = jacobian_matrix(apply_fn, params, x)
+    return jnp.matmul(j, j.T, precision=HIGHEST)
+
+
+def relative_kernel_change(k: Array, k0: Array) -> Array:
+    """‖K − K₀‖_F / ‖K₀‖_F (the ΔK of the paper's Section 6), for stacked kernels too."""
+    return jnp.linalg.norm(k - k0, axis=(-2, -1)) / jnp.linalg.norm(k0, axis=(-2, -1))
+
+
+def gd_run(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, lr: Any, steps: int,
+           track: Callable[[PyTree], Any] | None = None) -> dict[str, Any]:
+    """``steps`` full-batch GD steps on L(w) = ½‖f(w; X) − y‖², as one ``lax.scan`` (pure, vmappable).
+
+    Args:
+        apply_fn: ``apply_fn(params, x) -> (n,)``.
+        params: w₀.
+        x, y: training set, (n, d) and (n,).
+        lr: step size η (a scalar, possibly traced).
+        steps: number of steps T (static).
+        track: optional ``track(params) -> pytree`` evaluated at w₀, …, w_T (e.g. kernel
+            eigenvalues); its values are stacked along a leading axis of length T + 1.
+
+    Returns:
+        dict with ``params`` (w_T), ``loss`` (T + 1,), ``residual_l1`` (Σ_{t<T} ‖r(w_t)‖₁, which
+        bounds every coordinate's displacement: |w_T − w₀|_c ≤ η Σ_t ‖r_t‖₁ max_i |∂f(xᵢ)/∂w_c|),
+        and ``track`` (stacked, or None).
+    """
+
+    def residual(p: PyTree) -> Array:
+        return apply_fn(p, x) - y
+
+    def step(p: PyTree, _):
+        r, vjp = jax.vjp(residual, p)
+        (g,) = vjp(r)
+        p_next = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
+        out = (0.5 * jnp.sum(r * r), jnp.sum(jnp.abs(r)))
+        if track is not None:
+            out = (*out, track(p))
+        return p_next, out
+
+    final, outs = jax.lax.scan(step, params, None, length=steps)
+    r_final = residual(final)
+    loss = jnp.concatenate([outs[0], (0.5 * jnp.sum(r_final * r_final))[None]])
+    tracked = None
+    if track is not None:
+        last = track(final)
+        tracked = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b[None]]), outs[2], last)
+    return {"params": final, "loss": loss, "residual_l1": jnp.sum(outs[1]), "track": tracked}
+
+
+def _fold(key: Array, *values: int) -> Array:
+    for v in values:
+        key = jax.random.fold_in(key, int(v))
+    return key
+
+
+def _stack(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
+    """List of dicts of equal-length arrays → dict of concatenated NumPy arrays."""
+    return {k: np.concatenate([np.atleast_1d(np.asarray(r[k])) for r in rows]) for k in rows[0]}
+
+
+# ---------------------------------------------------------------------------------------------
+# The fixed-output network of Eq. (8): closed-form Hessian norm, gradient norm on a segment
+# ---------------------------------------------------------------------------------------------
+
+
+def shallow_hessian_norm(model: ShallowNetwork, params: PyTree, x: Array) -> Array:
+    """‖∂²f(w; x)/∂w²‖ for the fixed-output network of Eq. (8) with d-dimensional inputs, per input.
+
+    With x̃ = x/√d and zᵢ = wᵢᵀx̃, f = (1/√m) Σᵢ vᵢσ(zᵢ), so H = (1/√m) Σᵢ vᵢσ''(zᵢ) (eᵢeᵢᵀ ⊗ x̃x̃ᵀ):
+    block diagonal with rank-one blocks, ‖H‖ = ‖x̃‖² maxᵢ |σ''(zᵢ)| / √m (Eq. 9 for d = 1).
+
+    Args:
+        x: (n, d).  Returns: (n,).
+    """
+    x = jnp.atleast_2d(x)
+    xt = x / math.sqrt(model.input_dim)
+    z = jnp.matmul(xt, params["w"].T, precision=HIGHEST)  # (n, m)
+    d2 = jnp.abs(model.activation.derivative(z, 2))
+    return jnp.sum(xt * xt, axis=1) * jnp.max(d2, axis=1) / math.sqrt(model.width)
+
+
+def segment_gradient_sup(model: ShallowNetwork, w_start: PyTree, w_end: PyTree, x: Array, *,
+                         points: int = 33) -> Array:
+    """Certified upper estimate of sup_{t∈[0,1]} ‖∇_w f(w₀ + t(w* − w₀); x)‖ for Eq. (8), per input.
+
+    ‖∇_w f(w; x)‖² = (‖x̃‖²/m) Σᵢ σ'(zᵢ)² with zᵢ(t) = zᵢ(0) + t sᵢ linear in t, sᵢ = (w* − w₀)ᵢᵀx̃.
+    On a grid tₖ = k h (h = 1/(points − 1)), each term varies on [tₖ, tₖ₊₁] by at most
+    h |sᵢ| sup|(σ'²)'| ≤ h |sᵢ| · 2 L_σ β_σ, so
+
+        sup_t ‖∇f‖² ≤ (‖x̃‖²/m) [ maxₖ Σᵢ σ'(zᵢ(tₖ))² + 2 L_σ β_σ h Σᵢ |sᵢ| ],
+
+    an upper bound (not an estimate from below, as the grid maximum alone would be).  This is the
+    denominator that makes the lower bound of Eq. (2) a valid check.
+
+    Args:
+        x: (n, d).  Returns: (n,).
+    """
+    act: Activation = model.activation
+    if not (math.isfinite(act.lipschitz) and math.isfinite(act.smoothness)):
+        raise ValueError(f"segment_gradient_sup needs a Lipschitz and smooth activation, got {act.name}")
+    points = V.positive_int("points", points, minimum=2)
+    x = jnp.atleast_2d(x)
+    xt = x / math.sqrt(model.input_dim)
+    z0 = jnp.matmul(xt, w_start["w"].T, precision=HIGHEST)  # (n, m)
+    s = jnp.matmul(xt, (w_end["w"] - w_start["w"]).T, precision=HIGHEST)
+    t = jnp.linspace(0.0, 1.0, points, dtype=z0.dtype)
+    d1 = act.derivative(z0[None] + t[:, None, None] * s[None], 1)  # (points, n, m)
+    grid_max = jnp.max(jnp.sum(d1 * d1, axis=2), axis=0)  # (n,)
+    h = 1.0 / (points - 1)
+    slack = 2.0 * act.lipschitz * act.smoothness * h * jnp.sum(jnp.abs(s), axis=1)
+    return jnp.sqrt(jnp.sum(xt * xt, axis=1) * (grid_max + slack) / model.width)
+
+
+# ---------------------------------------------------------------------------------------------
+# Section 1.1: how far does gradient descent move the weights?
+# ---------------------------------------------------------------------------------------------
+
+
+WEIGHT_CHANGE_FIELDS = ("width", "seed", "dist2", "dist_inf", "dist_inf_bound", "eq2_bound", "eq2_bound_global",
+                        "max_residual", "kernel_change", "lambda_min", "lambda_max", "A", "B", "kappa",
+                        "final_loss")
+
+
+def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+    """Train the network of Eq. (8) (d = 2, fixed ±1 output weights) to convergence across widths.
+
+    For each width m and seed, on :func:`circle_data`: gradient descent from w₀ with
+    η = ``lr_factor``/λ_max(K(w₀)) for ``steps`` steps, then
+
+    * ``dist2`` = ‖w* − w₀‖, ``dist_inf`` = ‖w* − w₀‖_∞;
+    * ``dist_inf_bound`` = L_σ maxᵢ‖x̃ᵢ‖_∞ η Σ_t ‖r_t‖₁ / √m, a rigorous bound on ``dist_inf``
+      (every coordinate of the gradient of Eq. 8 is at most L_σ‖x̃‖_∞/√m in absolute value);
+    * ``eq2_bound`` = maxᵢ (|f(w₀; xᵢ) − yᵢ| − |f(w*; xᵢ) − yᵢ|) / Gᵢ with Gᵢ the certified sup of
+      ‖∇f(·; xᵢ)‖ on the segment [w₀, w*] (:func:`segment_gradient_sup`) — Eq. (2), corrected for
+      the final residual; ``eq2_bound_global`` uses the global sup_w ‖∇f‖ ≤ L_σ‖x̃ᵢ‖ instead;
+    * ``kernel_change`` = ‖K(w*) − K(w₀)‖_F/‖K(w₀)‖_F, ``lambda_min``/``lambda_max`` of K(w₀);
+    * Chizat's factors (Eq. 3): ``A`` = ‖f(w₀) − y‖, ``B`` = maxᵢ ‖H(xᵢ)‖/K(xᵢ, xᵢ), ``kappa`` = A·B.
+
+    Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
+    ``segment_points``.  Returns equal-length arrays, one entry per (width, seed).
+    """
+    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    rows = []
+    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
+        keys = jax.random.split(_fold(key, m), settings["seeds"])
+        out = _weight_change_width(keys, x, y, int(m), activation, int(settings["steps"]),
+                                   float(settings["lr_factor"]), int(settings["segment_points"]))
+        out = {k: np.asarray(v) for k, v in out.items()}
+        out["width"] = np.full(settings["seeds"], int(m))
+        out["seed"] = np.arange(settings["seeds"])
+        rows.append(out)
+    return _stack(rows)
+
+
+@partial(jax.jit, static_argnames=("m", "activation", "steps", "points"))
+def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
+    def one(key):
+        model, p0 = shallow_network(key, m, input_dim=x.shape[1], activation=activation)
+        k0 = kernel_matrix(model.apply, p0, x)
+        lam = jnp.linalg.eigvalsh(k0)
+        lr = lr_factor / lam[-1]
+        run = gd_run(model.apply, p0, x, y, lr, steps)
+        p1 = run["params"]
+        delta = tree_sub(p1, p0)
+        f0, f1 = model.apply(p0, x), model.apply(p1, x)
+        gap0, res1 = jnp.abs(f0 - y), jnp.abs(f1 - y)
+        xt = x / math.sqrt(x.shape[1])
+        act = model.activation
+        g_seg = segment_gradient_sup(model, p0, p1, x, points=points)
+        g_glob = act.lipschitz * jnp.linalg.norm(xt, axis=1)
+        k1 = kernel_matrix(model.apply, p1, x)
+        hess = shallow_hessian_norm(model, p0, x)
+        a = jnp.linalg.norm(f0 - y)
+        b = jnp.max(hess / jnp.diag(k0))
+        return {
+            "dist2": tree_norm(delta),
+            "dist_inf": tree_max_abs(delta),
+            "dist_inf_bound": act.lipschitz * jnp.max(jnp.abs(xt)) * lr * run["residual_l1"] / math.sqrt(m),
+            "eq2_bound": jnp.max((gap0 - res1) / g_seg),
+            "eq2_bound_global": jnp.max((gap0 - res1) / g_glob),
+            "max_residual": jnp.max(res1),
+            "kernel_change": relative_kernel_change(k1, k0),
+            "lambda_min": lam[0],
+            "lambda_max": lam[-1],
+            "A": a,
+            "B": b,
+            "kappa": a * b,
+            "final_loss": run["loss"][-1],
+        }
+
+    return jax.vmap(one)(keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# Chizat et al.'s criterion: rescaled models (Eq. 3–4)
+# ---------------------------------------------------------------------------------------------
+
+
+def centered(apply_fn: Callable[[PyTree, Array], Array], params0: PyTree,
+             alpha: float = 1.0) -> Callable[[PyTree, Array], Array]:
+    """The model α·(f(w; x) − f(w₀; x)) of Chizat et al.: zero at w₀, same Hessian and gradient up to α."""
+    V.callable_("apply_fn", apply_fn)
+
+    def apply(params: PyTree, x: Array) -> Array:
+        return alpha * (apply_fn(params, x) - apply_fn(params0, x))
+
+    return apply
+
+
+RESCALED_FIELDS = ("alpha", "seed", "A", "B", "kappa", "kappa_direct", "A_direct", "B_direct", "dist2",
+                   "kernel_change", "final_loss")
+
+
+def rescaled_model_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+    """The centred, rescaled model αf̄ (f̄ = f − f(w₀), Eq. 4) at one fixed width, for several α.
+
+    In the factorization of Eq. (4): ``A`` = ‖f̄(w₀) − y/α‖ (= ‖y‖/α since f̄(w₀) = 0) and
+    ``B`` = maxᵢ ‖H_f̄(xᵢ)‖/K_f̄(xᵢ, xᵢ) (independent of α), ``kappa`` = A·B.  ``A_direct``,
+    ``B_direct`` and ``kappa_direct`` are Chizat's factors of the model αf̄ itself, computed by
+    autodiff (A = ‖αf̄(w₀) − y‖, B = maxᵢ ‖H_{αf̄}‖/K_{αf̄}) — Eq. (4) says kappa_direct = kappa.
+    Then GD trains αf̄ with η = ``lr_factor``/λ_max(K_{αf̄}(w₀)) (= η₁/α²): ``dist2`` = ‖w* − w₀‖,
+    ``kernel_change`` (relative, so α-free).
+
+    Settings: ``width``, ``alphas``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``.
+    """
+    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    rows = []
+    for alpha in progress(settings["alphas"], desc="alphas", total=len(settings["alphas"])):
+        keys = jax.random.split(_fold(key, settings["width"]), settings["seeds"])
+        out = _rescaled_alpha(keys, x, y, float(alpha), int(settings["width"]), activation,
+                              int(settings["steps"]), float(settings["lr_factor"]))
+        out = {k: np.asarray(v) for k, v in out.items()}
+        out["alpha"] = np.full(settings["seeds"], float(alpha))
+        out["seed"] = np.arange(settings["seeds"])
+        rows.append(out)
+    return _stack(rows)
+
+
+@partial(jax.jit, static_argnames=("m", "activation", "steps"))
+def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
+    def one(key):
+        model, p0 = shallow_network(key, m, input_dim=x.shape[1], activation=activation)
+        f_bar = centered(model.apply, p0)
+        f_alpha = centered(model.apply, p0, alpha)
+        # Eq. (4) factorization: B of f̄ (its Hessian/gradient are those of f)
+        hess = shallow_hessian_norm(model, p0, x)
+        k0 = kernel_matrix(model.apply, p0, x)
+        b = jnp.max(hess / jnp.diag(k0))
+        a = jnp.linalg.norm(f_bar(p0, x) - y / alpha)
+        # Chizat's factors of αf̄ itself, by autodiff (dense Hessians: this width is small)
+        ka = kernel_matrix(f_alpha, p0, x)
+        shape = p0["w"].shape
+        ha = jax.vmap(lambda xi: _dense_hessian_norm(lambda w: f_alpha({"w": w.reshape(shape)}, xi[None])[0],
+                                                     p0["w"].ravel()))(x)
+        a_direct = jnp.linalg.norm(f_alpha(p0, x) - y)
+        b_direct = jnp.max(ha / jnp.diag(ka))
+        lam = jnp.linalg.eigvalsh(ka)
+        run = gd_run(f_alpha, p0, x, y, lr_factor / lam[-1], steps)
+        k1 = kernel_matrix(f_alpha, run["params"], x)
+        return {"A": a, "B": b, "kappa": a * b, "A_direct": a_direct, "B_direct": b_direct,
+                "kappa_direct": a_direct * b_direct, "dist2": tree_norm(tree_sub(run["params"], p0)),
+                "kernel_change": relative_kernel_change(k1, ka), "final_loss": run["loss"][-1]}
+
+    return jax.vmap(one)(keys)
+
+
+def _dense_hessian_norm(fn: Callable[[Array], Array], w: Array) -> Array:
+    """max |λ(∂²fn/∂w²)| from the dense Hessian of fn at the flat vector w (small models only)."""
+    h = jax.hessian(fn)(w)
+    return jnp.max(jnp.abs(jnp.linalg.eigvalsh(0.5 * (h + h.T))))
+
+
+def rescaling_equals_label_rescaling(key: Array, *, width: int, alpha: float, steps: int,
+                                     num_inputs: int = 6, radius: float = 3.0, lr: float = 0.2,
+                                     activation: str = "tanh") -> dict[str, float]:
+    """GD on L_α(w) = ½‖αf̄(w) − y‖² with step η/α² against GD on ½‖f̄(w) − y/α‖² with step η (float64).
+
+    ∇L_α(w) = α Jᵀ(αf̄ − y) = α² Jᵀ(f̄ − y/α), so the two iterations are the same map and produce
+    the same parameter path — the model rescaling of Chizat et al. *is* a label rescaling (Eq. 4).
+    Returns the largest difference between the two paths (absolute and relative to max |w|), and
+    the largest difference between the rescaled model's predictions and α × the other's.
+    """
+    width = V.positive_int("width", width)
+    steps = V.positive_int("steps", steps)
+    alpha = V.positive_float("alpha", alpha)
+    with jax.enable_x64(True):
+        model, p0 = shallow_network(key, width, input_dim=2, activation=activation, dtype=jnp.float64)
+        x, y = circle_data(num_inputs, radius=radius, dtype=jnp.float64)
+        f_alpha = centered(model.apply, p0, alpha)
+        f_bar = centered(model.apply, p0)
+
+        @partial(jax.jit, static_argnames=("fn",))
+        def path(fn, labels, eta):
+            def step(p, _):
+                r, vjp = jax.vjp(lambda q: fn(q, x) - labels, p)
+                p = jax.tree_util.tree_map(lambda a, b: a - eta * b, p, vjp(r)[0])
+                return p, (p["w"], fn(p, x))
+
+            return jax.lax.scan(step, p0, None, length=steps)[1]
+
+        w_a, out_a = path(f_alpha, y, lr / alpha**2)
+        w_b, out_b = path(f_bar, y / alpha, lr)
+        diff = float(jnp.max(jnp.abs(w_a - w_b)))
+        return {"max_param_difference": diff, "relative_param_difference": diff / float(jnp.max(jnp.abs(w_a))),
+                "max_prediction_difference": float(jnp.max(jnp.abs(out_a - alpha * out_b))),
+                "distance_travelled": float(jnp.linalg.norm(w_a[-1] - p0["w"]))}
+
+
+# ---------------------------------------------------------------------------------------------
+# Appendix A: other parameterizations
+# ---------------------------------------------------------------------------------------------
+
+
+def layer_scales(model: MLP | LeCunMLP) -> list[float]:
+    """σ_l of Eq. (35) for each trainable layer of a LeCun network: W̄⁽ˡ⁾ = σ_l W⁽ˡ⁾, σ_l = 1/√fan-in."""
+    fans = [model.input_dim, *model.widths[:-1]]
+    return [1.0 / math.sqrt(f) for f in fans] + [1.0 / math.sqrt(model.widths[-1])]
+
+
+def to_lecun(model: MLP, params: PyTree) -> tuple[LeCunMLP, PyTree]:
+    """The LeCun network computing the same function: W̄⁽ˡ⁾ = W⁽ˡ⁾/√m_{l−1}, v̄ = v/√m_L (Eq. 35)."""
+    if not isinstance(model, MLP) or model.fixed_v is not None or model.use_bias:
+        raise TypeError("to_lecun expects an NTK-parameterized MLP with a trainable output layer and no bias")
+    scales = layer_scales(model)
+    new = {"layers": [{"W": layer["W"] * s} for layer, s in zip(params["layers"], scales[:-1], strict=True)],
+           "v": params["v"] * scales[-1]}
+    lecun = LeCunMLP(fixed_v=None, widths=model.widths, activations=model.activations, input_dim=model.input_dim,
+                     output_dim=model.output_dim, use_bias=False)
+    return lecun, new
+
+
+def parameterization_identities(key: Array, *, widths: tuple[int, ...] = (5, 4), input_dim: int = 3,
+                                activation: str = "tanh") -> dict[str, float]:
+    """Eq. (35)–(38) checked with autodiff in float64 on a small network.
+
+    With W̄⁽ˡ⁾ = σ_l W⁽ˡ⁾: f̄(W̄) = f(W) (Eq. 35), ∂f̄/∂W̄⁽ˡ⁾ = σ_l⁻¹ ∂f/∂W⁽ˡ⁾ (Eq. 36) and
+    ∂²f̄/∂W̄⁽ˡ¹⁾∂W̄⁽ˡ²⁾ = (σ_l₁σ_l₂)⁻¹ ∂²f/∂W⁽ˡ¹⁾∂W⁽ˡ²⁾ (Eq. 37), block by block (dense Hessians).
+    In kernel form, K̄ = Σ_l K_l/σ_l² with K_l = J_l J_lᵀ the layer-l part of the NTK kernel.  Then a
+    network whose every layer has the same fan-in (``input_dim`` = width) has one common σ_m = 1/√m,
+    and ‖K̄‖/‖H̄‖ = ‖K‖/‖H‖ exactly (Eq. 38).  Returns the largest relative errors.
+    """
+    with jax.enable_x64(True):
+        x = jax.random.normal(jax.random.fold_in(key, 1), (4, input_dim), jnp.float64)
+        model, params = mlp(key, widths, input_dim=input_dim, activation=activation, dtype=jnp.float64)
+        lecun, lparams = to_lecun(model, params)
+        out_err = float(jnp.max(jnp.abs(model.apply(params, x) - lecun.apply(lparams, x))))
+        jac = np.asarray(_jit_jacobian(model, params, x))
+        jac_l = np.asarray(_jit_jacobian(lecun, lparams, x))
+        h = np.asarray(_jit_hessian(model, params, x[0]))
+        hl = np.asarray(_jit_hessian(lecun, lparams, x[0]))
+        # Eq. (38): equal fan-ins → one σ_m
+        m = widths[0]
+        sq, sqp = mlp(jax.random.fold_in(key, 2), (m, m), input_dim=m, activation=activation, dtype=jnp.float64)
+        xs = jax.random.normal(jax.random.fold_in(key, 3), (4, m), jnp.float64)
+        ratios = []
+        for mod, prm in ((sq, sqp), to_lecun(sq, sqp)):
+            j = np.asarray(_jit_jacobian(mod, prm, xs))
+            hh = np.asarray(_jit_hessian(mod, prm, xs[0]))
+            ratios.append(np.linalg.eigvalsh(j @ j.T)[-1] / np.max(np.abs(np.linalg.eigvalsh(hh))))
+    scales = layer_scales(model)
+    sizes = [int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params)]  # layers..., v
+    d = np.concatenate([np.full(n, s) for n, s in zip(sizes, scales, strict=True)])
+    grad_err = float(np.max(np.abs(jac_l - jac / d)) / np.max(np.abs(jac / d)))
+    hess_err = float(np.max(np.abs(hl - h / np.outer(d, d))) / np.max(np.abs(h / np.outer(d, d))))
+    # the kernel form of Eq. (36): K̄ = Σ_l K_l / σ_l², K_l the layer-l part of the NTK kernel
+    bounds = np.cumsum([0, *sizes])
+    parts = [jac[:, a:b] @ jac[:, a:b].T for a, b in itertools.pairwise(bounds)]
+    k_sum = sum(part / s**2 for part, s in zip(parts, scales, strict=True))
+    kernel_err = float(np.max(np.abs(jac_l @ jac_l.T - k_sum)) / np.max(np.abs(k_sum)))
+    return {"output_error": out_err, "gradient_rel_error": grad_err, "hessian_rel_error": hess_err,
+            "kernel_rel_error": kernel_err, "ratio_ntk": float(ratios[0]), "ratio_lecun": float(ratios[1]),
+            "ratio_rel_error": float(abs(ratios[1] - ratios[0]) / ratios[0])}
+
+
+@jax.jit
+def _jit_jacobian(model, params, x):
+    return jacobian_matrix(model.apply, params, x)
+
+
+@jax.jit
+def _jit_hessian(model, params, x):
+    """Dense Hessian of f(·; x) in the flattened leaf order (small models only)."""
+    from jax.flatten_util import ravel_pytree
+
+    flat, unravel = ravel_pytree(params)
+    return jax.hessian(lambda w: model.apply(unravel(w), x[None])[0])(flat)
+
+
+PARAMETERIZATION_FIELDS = ("width", "seed", "parameterization", "kernel_norm", "hessian_norm", "ratio", "dist2",
+                           "max_residual", "lanczos_residual")
+LANCZOS_RESIDUAL_TOL = 1e-5
+"""Relative Ritz residual above which the fixed-step Lanczos value is recomputed by the restarted solver."""
+
+
+def _recompute_unconverged(row: dict[str, np.ndarray], keys: Array, x: Array, m: int, activation: str,
+                           name: str) -> None:
+    """Replace fixed-step Lanczos values whose residual is too large (or not finite) by
+    :func:`ntkbook.hessian_spectral_norm` (restarted Lanczos, run to a relative residual of 1e-6).
+
+    Fixed-step Lanczos is what makes the seeds vmappable, but in LeCun coordinates the Hessian's
+    layers live on very different scales and a fixed number of steps is occasionally not enough.
+    """
+    from ..hessian import hessian_spectral_norm
+
+    bad = np.flatnonzero(~(row["lanczos_residual"] <= LANCZOS_RESIDUAL_TOL))
+    for s in bad:
+        model, params = mlp(keys[s], (m, m), input_dim=x.shape[1], activation=activation)
+        if name == "lecun":
+            model, params = to_lecun(model, params)
+        res = hessian_spectral_norm(_output_at, params, args=(model, x[0]), tol=1e-6)
+        row["hessian_norm"][s] = res.value
+        row["lanczos_residual"][s] = res.residual
+
+
+def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
+                           activation: str = "tanh") -> dict[str, np.ndarray]:
+    """NTK and LeCun versions of the same two-hidden-layer network (widths (m, m), d = 2) across m.
+
+    For each width and seed the LeCun network is the NTK one in LeCun coordinates (:func:`to_lecun`),
+    so both start from the same function.  Measured for both: ``kernel_norm`` = ‖K(w₀)‖ (largest
+    eigenvalue on :func:`circle_data`), ``hessian_norm`` = ‖H(w₀)‖ at the first input
+    (``lanczos_steps`` Lanczos steps, vmapped over seeds; ``lanczos_residual`` is the relative
+    residual of the returned Ritz pair; values with a residual above ``LANCZOS_RESIDUAL_TOL`` are
+    recomputed by the restarted solver), ``ratio`` = ‖K‖/‖H‖, and after training with
+    η = ``lr_factor``/λ_max(K) for ``steps`` steps: ``dist2`` = ‖w* − w₀‖ in the model's own
+    coordinates and ``max_residual`` = maxᵢ |f(w*; xᵢ) − yᵢ|.  One compiled function per width.
+
+    Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
+    ``lanczos_steps``.  Returns equal-length arrays, one entry per (width, seed, parameterization).
+    """
+    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    rows = []
+    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
+        keys = jnp.stack([_fold(key, m, s) for s in range(settings["seeds"])])
+        out = _parameterization_width(keys, x, y, int(m), activation, int(settings["steps"]),
+                                      float(settings["lr_factor"]), int(settings["lanczos_steps"]))
+        for name in ("ntk", "lecun"):
+            row = {k: np.array(v) for k, v in out[name].items()}
+            _recompute_unconverged(row, keys, x, int(m), activation, name)
+            row["ratio"] = row["kernel_norm"] / row["hessian_norm"]
+            row["width"] = np.full(settings["seeds"], int(m))
+            row["seed"] = np.arange(settings["seeds"])
+            row["parameterization"] = np.full(settings["seeds"], name)
+            rows.append(row)
+    out = _stack(rows)
+    return {k: out[k] for k in PARAMETERIZATION_FIELDS}
+
+
+def _output_at(params: PyTree, model: Any, x: Array) -> Array:
+    """f(w; x) for one input (module level: compiled once per model shape)."""
+    return model.apply(params, x[None])[0]
+
+
+@partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps"))
+def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos_steps):
+    from ..hessian import lanczos_fixed_steps
+
+    def measure(model, params):
+        k0 = kernel_matrix(model.apply, params, x)
+        lam = jnp.linalg.eigvalsh(k0)[-1]
+        h = lanczos_fixed_steps(_output_at, params, (model, x[0]), num_steps=lanczos_steps)
+        p1 = gd_run(model.apply, params, x, y, lr_factor / lam, steps)["params"]
+        return {"kernel_norm": lam, "hessian_norm": h["value"], "lanczos_residual": h["residual"],
+                "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(model.apply(p1, x) - y))}
+
+    def one(key):
+        model, params = mlp(key, (m, m), input_dim=x.shape[1], activation=activation)
+        return {"ntk": measure(model, params), "lecun": measure(*to_lecun(model, params))}
+
+    return jax.vmap(one)(keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# Slope tolerances
+# ---------------------------------------------------------------------------------------------
+
+
+def log_factor_shift(widths: Any, power: float = 0.5) -> float:
+    """How much a factor (log m)^power moves a fitted log–log slope over ``widths``.
+
+    Õ(m^a) hides powers of log m; over m ∈ [m_min, m_max] the factor (log m)^p adds
+    p·log(log m_max / log m_min) / log(m_max / m_min) to the slope.  For the maximum of m Gaussian
+    weights (‖v‖_∞ ≈ √(2 log m)) the power is 1/2.
+    """
+    w = V.numpy_array("widths", widths, integers=True).ravel()
+    lo, hi = float(w.min()), float(w.max())
+    if lo < 2 or hi <= lo:
+        raise ValueError("widths must contain at least two distinct values >= 2")
+    return float(power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo))
+
+
+def slope_window(fit: PowerLawFit, predicted: float, *, below: float = 0.0, above: float = 0.0,
+                 sigmas: float = 3.0) -> tuple[float, float]:
+    """The interval a fitted slope must fall in: [predicted − below − k·SE, predicted + above + k·SE].
+
+    ``below``/``above`` are systematic allowances justified by the theory (e.g. :func:`log_factor_shift`
+    for an Õ rate, finite-width corrections), k·SE (k = ``sigmas``) the statistical one, from the
+    standard error of the least-squares slope over all (width, seed) points.
+    """
+    return predicted - below - sigmas * fit.stderr, predicted + above + sigmas * fit.stderr
+
+
+def slope_row(name: str, fit: PowerLawFit, predicted: float, low: float, high: float) -> dict[str, Any]:
+    """One row of a slope table: measured slope with its 95% interval against the allowed window."""
+    return {"quantity": name, "slope": fit.slope, "95% CI": f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]",
+            "predicted": predicted, "allowed": f"[{low:.3f}, {high:.3f}]"}
+
+
+def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
+              where: Any = None) -> dict[str, np.ndarray]:
+    """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
+
+    ``where`` optionally selects the rows (a boolean array).  Returns ``{by: values, field: means}``.
+    """
+    keys = np.asarray(sweep[by])
+    sel = np.ones(keys.shape, bool) if where is None else np.asarray(where, bool)
+    values = np.unique(keys[sel])
+    out: dict[str, np.ndarray] = {by: values}
+    for f in fields:
+        col = np.asarray(sweep[f], dtype=np.float64)
+        out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
+    return out

@@ -1,0 +1,849 @@
+"""Chapter 6 — the experiments of Section 6 and Appendix B of Liu, Zhu & Belkin (2020): Figures 1 and 2.
+
+Data (Eq. 42): :func:`ntkbook.data.gaussian_classes.gaussian_classes`, N = 60, one data set for all runs.
+
+Figure 1 (Eq. 43–47).  f(w, V, b; x) = V·ReLU(w x + b)/√m, V ∈ ℝ^{3×m}, all parameters N(0, 1)
+(:func:`one_hidden_layer`; ``mlp(key, (m,), output_dim=3, activation="relu", use_bias=True)`` is
+exactly Eq. 43: the first layer's 1/√d is 1 for d = 1 and the bias is unscaled), f̃₁ = softmax(f),
+f̃₂ = swish(f) with the paper's swish z·(1 + e^{−0.1 z})⁻¹ (:data:`PAPER_SWISH`).  Two optimization
+tasks per (width, seed), from the same initialization:
+
+* ``"cross_entropy"`` — Eq. (46) on the logits f; the kernels of f (``"linear"``) and of
+  softmax(f) (``"softmax"``) are tracked along the *same* path;
+* ``"swish"`` — the square loss of Eq. (47) on f̃₂; the kernel of f̃₂ (``"swish"``) is tracked.
+
+Figure 2 (Eq. 48–49).  f = W₄ ReLU(W₃ (W₂ ReLU(W₁x + b₁)/√m + b₂)/√m_b + b₃)/√m with widths
+(m, m_b, m), an identity (linear) bottleneck as in Eq. (48) and Eq. (31), trained with Eq. (49);
+the kernel of the logits is tracked.  Two deliberate differences from Eq. (48) as printed, both
+needed for the experiment to make sense (see :func:`bottleneck_network`): the NTK factor 1/√m_b of
+the third layer (Eq. 48 prints none; without it f = Θ(√m_b) at initialization) and biases in the
+hidden layers (without them f is positively homogeneous in x, f(x) = x·f(1) for x > 0, so the
+points of class 0 with x > 0 and those of class 1 get the same arg-max and the loss cannot fall
+below a positive constant — measured at m = 300, m_b = 3: 0.28 after 2·10⁴ steps).
+
+ΔK = sup_t ‖K(w_t) − K(w₀)‖_F / ‖K(w₀)‖_F on the full (N·3) × (N·3) kernel, measured inside the
+compiled training loop of :func:`ntkbook.training.gd_with_kernel_tracking` (structured per-layer
+kernels, no Jacobian) at log-spaced steps (``per_decade`` per factor 10, every step below that,
+half the step cap, and each run's stopping step; :func:`measurement_steps`).
+
+Pieces (:func:`nonlinear_output_pieces`, :func:`bottleneck_pieces`) are (task, width, block of
+seeds); the runs of a block are vmapped in one compiled loop and spread over all visible devices
+(:mod:`ntkbook.parallel`).  Checks: :func:`step_size_check` (the rule's constant halved),
+:func:`sampling_check` (every step against the log-spaced steps), :func:`output_change_split` (the
+terms A and B of Section 4's argument for a non-linear output).
+
+Step sizes (:func:`step_sizes`).  For a loss ℓ of the logits whose Hessian in f is bounded by β_ℓ,
+the Gauss–Newton part of the Hessian of the training loss in w is (1/N)·Jᵀ∇²ℓ J ≼ (β_ℓ/N)·K_f,
+so gradient descent on the linearized model is stable iff η < 2N/(β_ℓ λ_max(K_f)).  The rule is
+
+    η = c · N / (β_ℓ · λ_max(K_f(w₀))),   c = ``lr_factor`` = 1 (half the stability limit),
+
+per run, with K_f the kernel of the logits at initialization (nearly constant along the path for a
+wide linear-output network, Chapter 3) and β_ℓ = 1/2 for the cross-entropy (the largest eigenvalue
+of diag(p) − ppᵀ is at most 1/2) and β_ℓ = L_φ² = sup|swish'|² ≈ 1.2096 for the square loss
+(1/2N)Σ‖swish(f) − y‖² of :mod:`ntkbook.training`.  That loss is half the paper's Eq. (47), so its
+stopping tolerance is half the paper's and its losses are reported doubled (paper units); the
+step sizes recorded are those for the paper's losses (η/2 for Eq. 47).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from functools import cache
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validation as V
+from ..activations import Activation, _sup_abs
+from ..data.gaussian_classes import LabelledData, gaussian_classes
+from ..fitting import PowerLawFit, power_law_fit
+from ..kernels import empirical_ntk, flatten_ntk
+from ..models import MLP, mlp, nonlinear_output
+from ..parallel import shard_runs, unpad
+from ..training import gd_with_kernel_tracking, record_schedule
+
+Array = jax.Array
+PyTree = Any
+
+TRAININGS = ("cross_entropy", "swish")
+"""Figure 1's two optimization tasks (Eq. 46 and Eq. 47)."""
+
+KERNELS = {"cross_entropy": ("linear", "softmax"), "swish": ("swish",)}
+"""The kernels tracked by each task: Figure 1 compares "linear", "softmax" and "swish"."""
+
+FIGURE1_KINDS = ("linear", "softmax", "swish")
+
+# ---------------------------------------------------------------------------------------------
+# The paper's swish and the step-size rule
+# ---------------------------------------------------------------------------------------------
+
+
+def _standard_swish_d1(u: float) -> float:
+    s = 1.0 / (1.0 + math.exp(-u))
+    return s + u * s * (1.0 - s)
+
+
+@cache
+def swish_activation(beta: float = 0.1) -> Activation:
+    """swish_β(z) = z·(1 + e^{−βz})⁻¹ = z·sigmoid(βz) — the paper's output map (Eq. 45) for β = 0.1.
+
+    (The registry's ``"swish"`` is β = 1.)  With u = βz, swish_β'(z) = s(u) + u s(u)(1 − s(u)) and
+    swish_β''(z) = β·s(u)(1 − s(u))(2 + u(1 − 2s(u))), s = sigmoid.  Hence
+
+    * Lipschitz constant sup|swish_β'| ≈ 1.0998 for every β (the same function of u; found by
+      bounded maximisation, no elementary closed form);
+    * smoothness sup|swish_β''| = β/2, attained at z = 0 (the bracket is even in u, equal to 2 at
+      u = 0 and smaller elsewhere; |s(1 − s)| ≤ 1/4).
+
+    The object is cached per β, so models built with it compare equal and compiled code is reused.
+    """
+    beta = V.positive_float("beta", beta)
+
+    def fn(z: Array) -> Array:
+        return z * jax.nn.sigmoid(beta * z)
+
+    return Activation(f"swish(beta={beta:g})", fn, _sup_abs(_standard_swish_d1, (-20.0, 20.0)),
+                      lambda: beta / 2.0)
+
+
+PAPER_SWISH = swish_activation(0.1)
+"""Swish(z) = z ⊙ (1 + exp(−0.1 z))⁻¹ of Appendix B (Eq. 45)."""
+
+
+def loss_curvature(training: str) -> float:
+    """β_ℓ: a bound on the largest eigenvalue of the Hessian of the per-sample loss in the logits.
+
+    ``"cross_entropy"`` (Eq. 46/49): ∇²_f(−log softmax(f)_y) = diag(p) − ppᵀ, whose largest
+    eigenvalue is at most 1/2.  ``"swish"``: the Gauss–Newton part swish'(f)² of ∇²_f ½(swish(f) − y)²,
+    at most L_φ² (the term (swish − y)·swish'' is left out of the rule; |swish''| ≤ 0.05).
+    """
+    V.choice("training", training, TRAININGS)
+    return 0.5 if training == "cross_entropy" else PAPER_SWISH.lipschitz**2
+
+
+def step_sizes(kernels: Any, n: int, curvature: float, *, factor: float = 1.0) -> np.ndarray:
+    """η = factor · n / (curvature · λ_max(K)) for every kernel of a stack.
+
+    Args:
+        kernels: flattened tangent kernels at initialization, (R, n·k, n·k) or one (n·k, n·k).
+        n: number of training points N.
+        curvature: β_ℓ of :func:`loss_curvature`.
+        factor: the constant c (linearized gradient descent is stable for c < 2).
+
+    Returns:
+        (R,) step sizes (or a 0-d array for one kernel) for the losses of :mod:`ntkbook.training`.
+    """
+    k = V.numpy_array("kernels", kernels, ndim=(2, 3))
+    n = V.positive_int("n", n)
+    curvature = V.positive_float("curvature", curvature)
+    factor = V.positive_float("factor", factor)
+    if k.shape[-1] != k.shape[-2]:
+        raise ValueError(f"kernels must be square, got shape {k.shape}")
+    lam = np.linalg.eigvalsh(0.5 * (k + np.swapaxes(k, -1, -2)))[..., -1]
+    if np.any(lam <= 0):
+        raise ValueError("a kernel has no positive eigenvalue: the model does not move under gradient descent")
+    return factor * n / (curvature * lam)
+
+
+# ---------------------------------------------------------------------------------------------
+# Data and networks
+# ---------------------------------------------------------------------------------------------
+
+
+def paper_data(settings: Mapping[str, Any]) -> LabelledData:
+    """The one data set of Eq. (42) used by every run: ``n`` points from ``key(data_seed)``."""
+    n = V.positive_int("n", settings["n"])
+    return _paper_data(n, V.positive_int("data_seed", settings["data_seed"], minimum=0))
+
+
+@cache
+def _paper_data(n: int, data_seed: int) -> LabelledData:
+    return jax.jit(gaussian_classes, static_argnums=1)(jax.random.key(data_seed), n)
+
+
+@cache
+def one_hidden_layer(width: int) -> MLP:
+    """The network of Eq. (43): one ReLU hidden layer of width m with bias, 3 linear outputs.
+
+    Only the configuration is returned (all its parameters are trainable, so the model object has
+    no arrays and is shared by every seed: compiled code is reused across seeds).
+    """
+    return _config((V.positive_int("width", width),), "relu")
+
+
+@cache
+def bottleneck_network(width: int, bottleneck_width: int) -> MLP:
+    """The network of Eq. (48): widths (m, m_b, m), ReLU – identity – ReLU, 3 linear outputs.
+
+    NTK parameterization throughout (each layer divides by √fan-in, so the third layer divides by
+    √m_b, which Eq. 48 omits) and N(0, 1) biases in the hidden layers (Eq. 48 has none; without
+    them the data of Eq. 42 cannot be fitted, see the module docstring).
+    """
+    width = V.positive_int("width", width)
+    bottleneck_width = V.positive_int("bottleneck_width", bottleneck_width)
+    return _config((width, bottleneck_width, width), ("relu", "identity", "relu"))
+
+
+def _config(widths: tuple[int, ...], activation: Any) -> MLP:
+    """The model object of :func:`ntkbook.models.mlp` without drawing its weights (shapes only)."""
+    return jax.eval_shape(lambda k: mlp(k, widths, input_dim=1, output_dim=3, activation=activation,
+                                        use_bias=True)[0], jax.random.key(0))
+
+
+@cache
+def output_maps(width: int) -> dict[str, Any]:
+    """The three models of Eq. (43)–(45) at width m, sharing parameters: name → model."""
+    base = one_hidden_layer(width)
+    return {"linear": base, "softmax": nonlinear_output(base, "softmax"),
+            "swish": nonlinear_output(base, PAPER_SWISH)}
+
+
+def init_params(model: MLP, seeds: Sequence[int], *, salt: int) -> PyTree:
+    """Parameters of ``model`` for each seed, stacked on a leading axis (all N(0, 1)).
+
+    The pytree is that of :func:`ntkbook.models.mlp` with the same distribution (every weight and
+    bias N(0, 1), the NTK parameterization); the numbers come from one standard normal vector per
+    run, split into the tensors.
+
+    The key of a run is ``fold_in(fold_in(key(0), salt), seed)``: the same (salt, seed) gives the
+    same network whatever else runs (``salt`` is the width for Figure 1, so the two tasks of a
+    (width, seed) start from the same network).
+    """
+    seeds = [V.positive_int("seed", int(s), minimum=0) for s in seeds]
+    if not seeds:
+        raise ValueError("seeds must not be empty")
+    return _init_stack(model, jnp.asarray(salt, jnp.uint32), jnp.asarray(seeds, jnp.uint32))
+
+
+@jax.jit
+def _init_stack(model: MLP, salt: Array, seeds: Array) -> PyTree:
+    # the parameter pytree of ``mlp`` (shapes only), filled from ONE standard normal vector per run:
+    # the same distribution as ``mlp``'s own initialization, but one PRNG call instead of one per
+    # tensor, which keeps the compilation short (threefry is expensive to compile on CPUs)
+    template = jax.eval_shape(lambda k: mlp(k, model.widths, input_dim=model.input_dim,
+                                            output_dim=model.output_dim, activation=model.activations,
+                                            use_bias=model.use_bias)[1], jax.random.key(0))
+    leaves, treedef = jax.tree_util.tree_flatten(template)
+    sizes = [math.prod(leaf.shape) for leaf in leaves]
+    base = jax.random.fold_in(jax.random.key(0), salt)
+
+    def init(seed):
+        z = jax.random.normal(jax.random.fold_in(base, seed), (sum(sizes),), leaves[0].dtype)
+        parts = jnp.split(z, np.cumsum(sizes)[:-1])
+        return jax.tree_util.tree_unflatten(treedef, [p.reshape(leaf.shape) for p, leaf in zip(parts, leaves,
+                                                                                              strict=True)])
+
+    return jax.vmap(init)(seeds)
+
+
+def logit_kernels(model: MLP, params: PyTree, x: Array) -> np.ndarray:
+    """K_f(w₀) of every run, flattened: (R, N·k, N·k) (structured per-layer kernels)."""
+    fn = jax.vmap(lambda p: flatten_ntk(empirical_ntk(model.apply, p, x)))
+    return np.asarray(fn(params), dtype=np.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# One training task for a stack of runs
+# ---------------------------------------------------------------------------------------------
+
+
+def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str, settings: Mapping[str, Any],
+               record_steps: Any = None, devices: Sequence[Any] | None = None) -> dict[str, Any]:
+    """Gradient descent for the runs stacked in ``params``, with the step-size rule, ΔK tracked.
+
+    Args:
+        model: the base network (logits f).
+        params: stacked parameters (R runs).
+        data: the data of Eq. (42).
+        training: ``"cross_entropy"`` (logits f, kernels of f and softmax(f) tracked) or
+            ``"swish"`` (square loss on swish(f), its kernel tracked); the bottleneck network uses
+            ``"cross_entropy"`` and its ``"linear"`` kernel.
+        settings: ``max_steps``, ``loss_tol`` (paper units), ``lr_factor`` (c), ``per_decade``.
+        record_steps: override the log-spaced measurement steps (e.g. every step).
+        devices: the devices the runs are spread over (default: all visible ones, see
+            :mod:`ntkbook.parallel`).
+
+    Returns a dict of per-run lists: ``lr`` (for the paper's loss), ``lambda_max`` (of K_f(w₀)),
+    ``delta_k`` {kernel: sup over the recorded steps}, ``final_change`` {kernel: at the stop},
+    ``steps``, ``final_loss`` (paper units), ``cap_hit``, and ``record_steps`` (S,), ``curves``
+    {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops), ``loss_curve`` (R, S).
+    """
+    V.choice("training", training, TRAININGS)
+    max_steps = V.positive_int("max_steps", settings["max_steps"])
+    loss_tol = V.positive_float("loss_tol", settings["loss_tol"])
+    n = data.x.shape[0]
+    kernels0 = logit_kernels(model, params, data.x)
+    lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings["lr_factor"])
+    lam = np.linalg.eigvalsh(kernels0)[:, -1]
+    if training == "cross_entropy":
+        apply_fn, loss, tol, unit = model.apply, "cross_entropy", loss_tol, 1.0
+        track = {"linear": model.apply}
+        if model.depth == 1:
+            track["softmax"] = output_maps(model.widths[0])["softmax"].apply
+    else:
+        if model.depth != 1:
+            raise ValueError("training='swish' is Figure 1's task: model must be the network of Eq. (43)")
+        apply_fn, loss = output_maps(model.widths[0])["swish"].apply, "square"
+        tol, unit = loss_tol / 2.0, 2.0  # training.py's square loss is half of Eq. (47)
+        track = {"swish": apply_fn}
+    if record_steps is None:
+        record_steps = measurement_steps(max_steps, int(settings["per_decade"]))
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
+    out = gd_with_kernel_tracking(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"],
+                                  max_steps=max_steps, loss=loss, loss_tol=tol, record_steps=record_steps,
+                                  track=track)
+    steps_rec = np.asarray(out.pop("record_steps"))
+    out = unpad(out, runs)
+    final_params = out.pop("params")
+    steps = np.asarray(out["steps"], dtype=np.int64)
+    final_loss = unit * np.asarray(out["final_loss"], dtype=np.float64)
+    after = steps_rec[None, :] > steps[:, None]  # measurements after a run stopped are NaN
+    curves = {name: np.where(after, np.asarray(out["final_change"][name], np.float64)[:, None],
+                             np.asarray(out["change"][name], np.float64)) for name in track}
+    split = {name: output_change_split(name, model, params, final_params, data.x, kernels0)
+             for name in track if name != "linear"}
+    return {
+        "split": split,
+        "lr": (lr / unit).tolist(),
+        "lambda_max": lam.tolist(),
+        "delta_k": {k: np.asarray(v, np.float64).tolist() for k, v in out["sup_change"].items()},
+        "final_change": {k: np.asarray(v, np.float64).tolist() for k, v in out["final_change"].items()},
+        "steps": steps.tolist(),
+        "final_loss": final_loss.tolist(),
+        "cap_hit": ((steps >= max_steps) & ~(final_loss < loss_tol)).tolist(),
+        "record_steps": steps_rec.tolist(),
+        "curves": {k: v.tolist() for k, v in curves.items()},
+        "loss_curve": np.where(after, final_loss[:, None], unit * np.asarray(out["loss"], np.float64)).tolist(),
+    }
+
+
+def measurement_steps(max_steps: int, per_decade: int = 12) -> np.ndarray:
+    """The steps at which ΔK(t) is measured: :func:`ntkbook.training.record_schedule` (every step up
+    to ``per_decade``, then ``per_decade`` log-spaced steps per factor 10, and the cap) plus
+    ``max_steps // 2``, so that a run with half the step size can be compared at equal
+    gradient-flow time η·t (:func:`step_size_check`).
+
+    Between two log-spaced measurements t and 10^{1/per_decade}·t (21 % apart for 12 per decade)
+    the kernel moves little compared with its change since t = 0, so the sup over these steps is
+    the sup over all steps to within a fraction of a percent (:func:`sampling_check` measures it).
+    """
+    max_steps = V.positive_int("max_steps", max_steps)
+    base = record_schedule(max_steps, per_decade=V.positive_int("per_decade", per_decade))
+    return np.unique(np.concatenate([base, [max_steps // 2]]))
+
+
+def output_jacobians(output: str, logits: Any) -> np.ndarray:
+    """J_φ(f) for every input: (..., N, k, k); diag(p) − ppᵀ for ``"softmax"``, diag(φ'(f)) for ``"swish"``."""
+    f = np.asarray(logits, dtype=np.float64)
+    if output == "softmax":
+        p = np.exp(f - f.max(axis=-1, keepdims=True))
+        p /= p.sum(axis=-1, keepdims=True)
+        return np.einsum("...a,ab->...ab", p, np.eye(f.shape[-1])) - p[..., :, None] * p[..., None, :]
+    if output == "swish":
+        d = np.asarray(PAPER_SWISH.derivative(jnp.asarray(f)), dtype=np.float64)
+        return np.einsum("...a,ab->...ab", d, np.eye(f.shape[-1]))
+    raise ValueError(f"unknown output {output!r}; expected 'softmax' or 'swish'")
+
+
+def output_change_split(output: str, model: MLP, params0: PyTree, params_t: PyTree, x: Array,
+                        kernels0: Any = None) -> dict[str, list[float]]:
+    """The two terms of Section 4's argument for f̃ = φ(f), relative to ‖K̃(w₀)‖_F, per run.
+
+    With J_t = blockdiag_i J_φ(f(w_t; x_i)) and K_t = K_f(w_t) (the (Nk × Nk) kernel of the logits),
+    K̃_t = J_t K_t J_tᵀ and
+
+        A = ‖J_t K₀ J_tᵀ − J₀ K₀ J₀ᵀ‖_F / ‖K̃₀‖_F     (the output map moves; the kernel of f frozen),
+        B = ‖J_t (K_t − K₀) J_tᵀ‖_F / ‖K̃₀‖_F         (the kernel of f moves),
+
+    so that A − B ≤ ‖K̃_t − K̃₀‖_F/‖K̃₀‖_F ≤ A + B (triangle inequality) — the matrix form of the
+    paper's terms A and B below Eq. (27).  Float64 (NumPy) on the (Nk × Nk) matrices.
+
+    Returns ``{"term_a", "term_b", "change"}`` (lists over runs); ``change`` is ‖K̃_t − K̃₀‖/‖K̃₀‖.
+    """
+    k0 = logit_kernels(model, params0, x) if kernels0 is None else np.asarray(kernels0, np.float64)
+    kt = logit_kernels(model, params_t, x)
+    f0 = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(params0, x))
+    ft = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(params_t, x))
+    n, k = f0.shape[1], f0.shape[2]
+
+    def blockdiag(j):  # (R, N, k, k) -> (R, Nk, Nk), rows (i, a) as in flatten_ntk
+        out = np.zeros((j.shape[0], n * k, n * k))
+        for i in range(n):
+            out[:, i * k:(i + 1) * k, i * k:(i + 1) * k] = j[:, i]
+        return out
+
+    j0, jt = blockdiag(output_jacobians(output, f0)), blockdiag(output_jacobians(output, ft))
+    tilde0 = j0 @ k0 @ np.swapaxes(j0, 1, 2)
+    norm0 = np.linalg.norm(tilde0, axis=(1, 2))
+    a = np.linalg.norm(jt @ k0 @ np.swapaxes(jt, 1, 2) - tilde0, axis=(1, 2)) / norm0
+    b = np.linalg.norm(jt @ (kt - k0) @ np.swapaxes(jt, 1, 2), axis=(1, 2)) / norm0
+    change = np.linalg.norm(jt @ kt @ np.swapaxes(jt, 1, 2) - tilde0, axis=(1, 2)) / norm0
+    return {"term_a": a.tolist(), "term_b": b.tolist(), "change": change.tolist()}
+
+
+def _seed_chunks(runs: int, per_piece: int) -> list[list[int]]:
+    runs = V.positive_int("runs", runs)
+    per_piece = V.positive_int("runs_per_piece", per_piece)
+    return [list(range(s, min(s + per_piece, runs))) for s in range(0, runs, per_piece)]
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 1: non-linear output layers
+# ---------------------------------------------------------------------------------------------
+
+
+def nonlinear_output_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Independent pieces of Figure 1: one per (task, width, block of seeds).
+
+    A block holds ``runs_per_piece`` seeds trained together (vmapped, and sharded over the
+    devices): 1 on a CPU, where stacking runs saves nothing and the cache then holds each
+    (task, width, seed); all runs on a GPU, where they share every kernel launch.
+    """
+    if settings["trajectory_width"] not in settings["widths"]:
+        raise ValueError(f"trajectory_width {settings['trajectory_width']} must be one of widths {settings['widths']}")
+    return [{"training": t, "width": int(m), "seeds": seeds}
+            for m in settings["widths"] for t in TRAININGS
+            for seeds in _seed_chunks(settings["runs"], settings["runs_per_piece"])]
+
+
+def nonlinear_output_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
+                           record_steps: Any = None) -> dict[str, Any]:
+    """Train the runs of one piece of Figure 1 (see :func:`train_runs`)."""
+    width = V.positive_int("width", piece["width"])
+    model = one_hidden_layer(width)
+    params = init_params(model, piece["seeds"], salt=width)
+    result = train_runs(model, params, paper_data(settings), training=piece["training"], settings=settings,
+                        record_steps=record_steps)
+    result["seeds"] = list(piece["seeds"])
+    return result
+
+
+def _per_width(pieces, results, widths, training, field, kernel=None) -> list[list[Any]]:
+    """[[per-run values] per width] from the pieces of one task (runs in seed order)."""
+    out = []
+    for m in widths:
+        chosen = [(p["seeds"][0], r) for p, r in zip(pieces, results, strict=True)
+                  if p["width"] == m and p.get("training", "cross_entropy") == training]
+        values: list[Any] = []
+        for _, r in sorted(chosen, key=lambda sr: sr[0]):
+            values += list(r[field] if kernel is None else r[field][kernel])
+        out.append(values)
+    return out
+
+
+def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results: list) -> dict[str, Any]:
+    """The JSON body of ``nonlinear-output``: ``widths``, ``delta_k``, ``trajectory``, ``steps``,
+    ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]) and the learning
+    rates in ``settings``."""
+    widths = [int(m) for m in settings["widths"]]
+    task = {"linear": "cross_entropy", "softmax": "cross_entropy", "swish": "swish"}
+    delta_k = {k: _per_width(pieces, results, widths, task[k], "delta_k", k) for k in FIGURE1_KINDS}
+    steps = {k: _per_width(pieces, results, widths, task[k], "steps") for k in FIGURE1_KINDS}
+    final_loss = {k: _per_width(pieces, results, widths, task[k], "final_loss") for k in FIGURE1_KINDS}
+    caps = {t: _per_width(pieces, results, widths, t, "cap_hit") for t in TRAININGS}
+    lrs = {t: _per_width(pieces, results, widths, t, "lr") for t in TRAININGS}
+    m_traj = int(settings["trajectory_width"])
+    trajectory: dict[str, Any] = {"width": m_traj}
+    epochs = None
+    last = max(max(_per_width(pieces, results, [m_traj], t, "steps")[0]) for t in TRAININGS)
+    for k in FIGURE1_KINDS:
+        sel = sorted(((p, r) for p, r in zip(pieces, results, strict=True)
+                      if p["width"] == m_traj and p["training"] == task[k]), key=lambda pr: pr[0]["seeds"][0])
+        rec = np.asarray(sel[0][1]["record_steps"])
+        keep = rec <= last
+        epochs = rec[keep].tolist()
+        curves = np.concatenate([np.asarray(r["curves"][k]) for _, r in sel], axis=0)  # (R, S)
+        trajectory[k] = curves[:, keep].T.tolist()  # [[per run] per epoch]
+    trajectory["epochs"] = epochs
+    _warn_caps("nonlinear-output", caps, widths, settings["max_steps"])
+    return {"widths": widths, "delta_k": delta_k, "trajectory": trajectory, "steps": steps,
+            "final_loss": final_loss,
+            "settings": {"learning_rates": lrs, "step_cap_hits": caps,
+                         "step_size_rule": STEP_SIZE_RULE, "loss_units": LOSS_UNITS}}
+
+
+STEP_SIZE_RULE = ("eta = lr_factor * N / (beta_loss * lambda_max(K_f(w0))) per run, K_f the (3N x 3N) tangent "
+                  "kernel of the logits at initialization; beta_loss = 1/2 (cross-entropy), "
+                  "sup|swish'|^2 (square loss on swish); learning_rates are for the paper's losses "
+                  "(Eq. 46, 47, 49)")
+LOSS_UNITS = "final_loss and loss_tol in the paper's units: Eq. (46)/(49) cross-entropy, Eq. (47) (1/N) sum ||.||^2"
+
+
+def _warn_caps(name: str, caps: Mapping[str, list[list[bool]]], sizes: Sequence[int], cap: int) -> None:
+    hits = [(t, m) for t, per in caps.items() for m, c in zip(sizes, per, strict=True) if any(c)]
+    if hits:
+        where = ", ".join(f"{t} at {m}" for t, m in hits)
+        warnings.warn(f"{name}: the step cap ({cap} steps) was hit before the loss tolerance ({where}); "
+                      "ΔK is the sup over the steps taken", stacklevel=2)
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 2: bottleneck
+# ---------------------------------------------------------------------------------------------
+
+
+def bottleneck_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Independent pieces of Figure 2: one per (bottleneck width, block of seeds)."""
+    return [{"bottleneck_width": int(mb), "seeds": seeds} for mb in settings["bottleneck_widths"]
+            for seeds in _seed_chunks(settings["runs"], settings["runs_per_piece"])]
+
+
+def bottleneck_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
+                     record_steps: Any = None) -> dict[str, Any]:
+    """Train the runs of one piece of Figure 2 with the cross-entropy of Eq. (49)."""
+    m = V.positive_int("width", settings["width"])
+    mb = V.positive_int("bottleneck_width", piece["bottleneck_width"])
+    model = bottleneck_network(m, mb)
+    params = init_params(model, piece["seeds"], salt=1_000_003 * mb + m)
+    result = train_runs(model, params, paper_data(settings), training="cross_entropy", settings=settings,
+                        record_steps=record_steps)
+    result["seeds"] = list(piece["seeds"])
+    return result
+
+
+def assemble_bottleneck(settings: Mapping[str, Any], pieces: list, results: list) -> dict[str, Any]:
+    """The JSON body of ``bottleneck``: ``width``, ``bottleneck_widths``, ``delta_k``, ``steps``,
+    ``final_loss`` ([[per run] per bottleneck width]) and the learning rates in ``settings``."""
+    mbs = [int(mb) for mb in settings["bottleneck_widths"]]
+    renamed = [{"width": p["bottleneck_width"], "seeds": p["seeds"]} for p in pieces]
+
+    def col(field, kernel=None):
+        return _per_width(renamed, results, mbs, "cross_entropy", field, kernel)
+
+    caps = col("cap_hit")
+    _warn_caps("bottleneck", {"cross_entropy": caps}, mbs, settings["max_steps"])
+    return {"width": int(settings["width"]), "bottleneck_widths": mbs, "delta_k": col("delta_k", "linear"),
+            "steps": col("steps"), "final_loss": col("final_loss"),
+            "settings": {"learning_rates": col("lr"), "step_cap_hits": caps, "step_size_rule": STEP_SIZE_RULE,
+                         "loss_units": LOSS_UNITS}}
+
+
+# ---------------------------------------------------------------------------------------------
+# Running a whole figure in-process (the notebook), fits and tables
+# ---------------------------------------------------------------------------------------------
+
+
+def run_figure(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], list[tuple[dict, dict]]]:
+    """Run reproduction ``name`` (``"nonlinear-output"`` or ``"bottleneck"``) with these settings,
+    in-process and without writing anything.
+
+    Returns ``(result, pieces)``: the dict the command line writes (less the runner's bookkeeping
+    keys) and the list of (piece, piece result) pairs, for analyses beyond the figure."""
+    from ..progress import progress
+
+    if name == "nonlinear-output":
+        pieces, compute, assemble = nonlinear_output_pieces, nonlinear_output_piece, assemble_nonlinear_output
+    elif name == "bottleneck":
+        pieces, compute, assemble = bottleneck_pieces, bottleneck_piece, assemble_bottleneck
+    else:
+        raise ValueError(f"unknown name {name!r}; expected 'nonlinear-output' or 'bottleneck'")
+    items = pieces(settings)
+    results = [compute(p, settings) for p in progress(items, desc=name, total=len(items))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return assemble(settings, items, results), list(zip(items, results, strict=True))
+
+
+def split_table(pieces: Sequence[tuple[dict, dict]]) -> dict[str, Any]:
+    """Terms A and B of :func:`output_change_split` per output map and width (arrays over runs).
+
+    Returns ``{kind: {"widths", "term_a": (W, R), "term_b": (W, R), "change": (W, R)}}`` for
+    ``"softmax"`` and ``"swish"``."""
+    out: dict[str, Any] = {}
+    for kind, task in (("softmax", "cross_entropy"), ("swish", "swish")):
+        chosen = [(p, r) for p, r in pieces if p.get("training") == task]
+        widths = sorted({p["width"] for p, _ in chosen})
+        table: dict[str, Any] = {"widths": widths}
+        for field in ("term_a", "term_b", "change"):
+            table[field] = np.asarray(_per_width([p for p, _ in chosen], [{"v": r["split"][kind][field]}
+                                                                          for _, r in chosen], widths, task, "v"))
+        out[kind] = table
+    return out
+
+
+def mean_delta_k(per_size: Sequence[Sequence[float]]) -> np.ndarray:
+    """The paper's statistic: ΔK averaged over the runs, one value per width."""
+    return np.asarray([float(np.mean(v)) for v in per_size])
+
+
+def fit_mean(sizes: Sequence[int], per_size: Sequence[Sequence[float]]) -> PowerLawFit:
+    """Log–log least-squares fit of the run-averaged ΔK against the width."""
+    return power_law_fit(np.asarray(sizes, dtype=np.float64), mean_delta_k(per_size))
+
+
+def figure1_table(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per width: mean (and min/max over runs) ΔK of each kind, steps and final losses."""
+    rows = []
+    for i, m in enumerate(result["widths"]):
+        row: dict[str, Any] = {"m": m}
+        for k in FIGURE1_KINDS:
+            v = np.asarray(result["delta_k"][k][i])
+            row[f"ΔK {k}"] = float(v.mean())
+            row[f"{k} range"] = f"[{v.min():.3g}, {v.max():.3g}]"
+        for t, k in (("CE", "linear"), ("swish", "swish")):
+            row[f"steps {t}"] = int(max(result["steps"][k][i]))
+            row[f"loss {t}"] = float(max(result["final_loss"][k][i]))
+        rows.append(row)
+    return rows
+
+
+def figure2_table(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """One row per bottleneck width: mean, min and max ΔK over runs, ΔK·√m_b, steps, final loss."""
+    rows = []
+    for mb, v, s, loss in zip(result["bottleneck_widths"], result["delta_k"], result["steps"],
+                              result["final_loss"], strict=True):
+        v = np.asarray(v)
+        rows.append({"m_b": mb, "ΔK (mean)": float(v.mean()), "min": float(v.min()), "max": float(v.max()),
+                     "ΔK·√m_b": float(v.mean() * math.sqrt(mb)), "steps (max)": int(max(s)),
+                     "final loss (max)": float(max(loss))})
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Robustness: the step-size constant and the sampling of t
+# ---------------------------------------------------------------------------------------------
+
+
+def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence[int],
+                    runs: int | None = None, pieces: Sequence[tuple[dict, dict]] | None = None) -> dict[str, Any]:
+    """Is ΔK an artefact of the step-size rule?  Rerun with the rule's constant c halved.
+
+    With η/2, t steps cover the gradient-flow time η·t/2, so the run with c/2 and the cap S is
+    compared with the run with c over its first S/2 steps (S/2 is one of the measured steps, see
+    :func:`measurement_steps`); a run that stops at the loss tolerance before that is compared over
+    its whole path.  Both runs use the same compiled loop (same cap), so the check costs no
+    compilation.
+
+    Args:
+        settings: the figure's settings.
+        figure: ``"nonlinear-output"`` (sizes are widths m) or ``"bottleneck"`` (sizes are m_b).
+        sizes: which sizes to rerun.
+        runs: number of seeds (default: the settings' ``runs``).
+        pieces: the (piece, result) pairs of :func:`run_figure` with these settings; the runs with
+            the rule's own constant are then taken from them instead of being recomputed.
+
+    Returns ``{"sizes", "kinds", "base": {kind: (len(sizes), R)}, "halved": {...},
+    "relative_difference": {kind: (len(sizes),)}}``: ΔK with c over t ≤ S/2, ΔK with c/2 over t ≤ S,
+    and |mean(halved) − mean(base)| / mean(base) per size.
+    """
+    if figure not in ("nonlinear-output", "bottleneck"):
+        raise ValueError(f"unknown figure {figure!r}; expected 'nonlinear-output' or 'bottleneck'")
+    runs = int(settings["runs"]) if runs is None else V.positive_int("runs", runs)
+    seeds = list(range(runs))
+    half_settings = dict(settings) | {"lr_factor": settings["lr_factor"] / 2}
+    horizon = int(settings["max_steps"]) // 2
+    if figure == "nonlinear-output":
+        kinds = FIGURE1_KINDS
+
+        def run(s, size, training):
+            return nonlinear_output_piece({"training": training, "width": size, "seeds": seeds}, s)
+        tasks = TRAININGS
+    else:
+        kinds = ("linear",)
+
+        def run(s, size, training):
+            return bottleneck_piece({"bottleneck_width": size, "seeds": seeds}, s)
+        tasks = ("cross_entropy",)
+    out: dict[str, Any] = {"sizes": [int(v) for v in sizes], "kinds": list(kinds), "base": {}, "halved": {},
+                           "relative_difference": {}}
+    base_rows: dict[str, list] = {k: [] for k in kinds}
+    half_rows: dict[str, list] = {k: [] for k in kinds}
+    for size in sizes:
+        for training in tasks:
+            base = _merged(pieces, figure, size, training, runs) if pieces is not None else None
+            if base is None:
+                base = run(settings, size, training)
+            half = run(half_settings, size, training)
+            rec = np.asarray(base["record_steps"])
+            for kind in KERNELS[training]:
+                if kind not in kinds:
+                    continue
+                curve = np.asarray(base["curves"][kind])
+                base_rows[kind].append(curve[:, rec <= horizon].max(axis=1))
+                half_rows[kind].append(np.asarray(half["delta_k"][kind]))
+    for kind in kinds:
+        b, h = np.asarray(base_rows[kind]), np.asarray(half_rows[kind])
+        out["base"][kind], out["halved"][kind] = b, h
+        out["relative_difference"][kind] = np.abs(h.mean(axis=1) - b.mean(axis=1)) / b.mean(axis=1)
+    return out
+
+
+def _merged(pieces: Sequence[tuple[dict, dict]], figure: str, size: int, training: str,
+            runs: int) -> dict[str, Any] | None:
+    """The first ``runs`` runs of (size, training) in ``pieces``, merged across seed blocks (None if absent)."""
+    key = "width" if figure == "nonlinear-output" else "bottleneck_width"
+    chosen = sorted(((p, r) for p, r in pieces if p[key] == size and p.get("training", "cross_entropy") == training),
+                    key=lambda pr: pr[0]["seeds"][0])
+    seeds = [s for p, _ in chosen for s in p["seeds"]]
+    if seeds[:runs] != list(range(runs)):
+        return None
+    kinds = chosen[0][1]["curves"].keys()
+    return {"record_steps": chosen[0][1]["record_steps"],
+            "curves": {k: np.concatenate([np.asarray(r["curves"][k]) for _, r in chosen])[:runs] for k in kinds},
+            "delta_k": {k: np.concatenate([np.asarray(r["delta_k"][k]) for _, r in chosen])[:runs] for k in kinds}}
+
+
+def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
+                   max_steps: int | None = None) -> dict[str, Any]:
+    """ΔK of Figure 1 at one width measured at every step against the log-spaced schedule.
+
+    Args:
+        settings: Figure 1's settings.
+        width: the width m.
+        runs: number of seeds.
+        max_steps: a smaller cap for both runs (default: the settings'), e.g. to keep the dense
+            measurement affordable at ``paper`` scale.
+
+    Returns ``{"kinds", "every_step": {kind: (R,)}, "schedule": {kind: (R,)}, "relative_gap":
+    {kind: max over runs of (every − schedule)/every}}``; the gap is ≥ 0 since the schedule's steps
+    are a subset of all steps (the same runs, the same steps).
+    """
+    width = V.positive_int("width", width)
+    seeds = list(range(V.positive_int("runs", runs)))
+    if max_steps is not None:
+        settings = dict(settings) | {"max_steps": V.positive_int("max_steps", max_steps)}
+    out: dict[str, Any] = {"kinds": list(FIGURE1_KINDS), "every_step": {}, "schedule": {}, "relative_gap": {}}
+    for training in TRAININGS:
+        piece = {"training": training, "width": width, "seeds": seeds}
+        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(int(settings["max_steps"]) + 1))
+        sparse = nonlinear_output_piece(piece, settings)
+        for kind in KERNELS[training]:
+            e = np.asarray(dense["delta_k"][kind])
+            s = np.asarray(sparse["delta_k"][kind])
+            out["every_step"][kind], out["schedule"][kind] = e, s
+            out["relative_gap"][kind] = float(np.max((e - s) / e))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Figures (shared by the notebook and the command line)
+# ---------------------------------------------------------------------------------------------
+
+KIND_LABELS = {"linear": "linear output f", "softmax": "softmax output f̃₁", "swish": "swish output f̃₂"}
+
+
+def _size_ticks(ax: Any, sizes: Any) -> None:
+    """Major ticks at the sizes (plain integers, 10^k for powers of ten ≥ 10⁴), no minor labels."""
+    from matplotlib.ticker import FixedLocator, NullFormatter
+
+    def label(v: float) -> str:
+        k = math.log10(v)
+        return f"$10^{{{round(k)}}}$" if v >= 1e4 and abs(k - round(k)) < 1e-9 else f"{v:g}"
+
+    sizes = [float(v) for v in sizes]
+    ax.xaxis.set_major_locator(FixedLocator(sizes))
+    ax.set_xticklabels([label(v) for v in sizes])
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def plot_figure1(result: Mapping[str, Any], axes: Any = None):
+    """Figure 1 of the paper: left, mean ΔK against m (log–log) with the runs as faint points and
+    a dashed slope −1/2 through the linear-output means; right, ΔK(t) at ``trajectory.width``
+    (mean over runs, log-spaced epochs on a logarithmic axis).  Returns the figure."""
+    from .. import plotting
+
+    if axes is None:
+        fig, axes = plotting.subplots(2, width=5.2, height=3.9)
+    else:
+        fig = axes[0].figure
+    ax_m, ax_t = axes
+    widths = np.asarray(result["widths"], dtype=np.float64)
+    for k, color in zip(FIGURE1_KINDS, plotting.PALETTE, strict=False):
+        per = result["delta_k"][k]
+        for m, v in zip(widths, per, strict=True):
+            ax_m.scatter(np.full(len(v), m), v, s=9, alpha=0.35, color=color, linewidths=0)
+        ax_m.plot(widths, mean_delta_k(per), "o-", color=color, label=KIND_LABELS[k])
+    lin = mean_delta_k(result["delta_k"]["linear"])
+    mid = np.exp(np.mean(np.log(widths)))
+    y_mid = np.exp(np.mean(np.log(lin)))
+    ax_m.plot(widths, y_mid * (widths / mid) ** -0.5, "--", color="0.35", linewidth=1.1, label=r"$\propto m^{-1/2}$")
+    ax_m.set_xscale("log")
+    ax_m.set_yscale("log")
+    _size_ticks(ax_m, widths)
+    ax_m.set_xlabel("width m")
+    ax_m.set_ylabel("ΔK (mean over runs)")
+    ax_m.legend()
+    traj = result["trajectory"]
+    epochs = np.asarray(traj["epochs"], dtype=np.float64)
+    for k, color in zip(FIGURE1_KINDS, plotting.PALETTE, strict=False):
+        curve = np.asarray(traj[k], dtype=np.float64).mean(axis=1)
+        ax_t.plot(epochs[1:], curve[1:], "-", color=color, label=KIND_LABELS[k])
+    ax_t.set_xscale("log")
+    ax_t.set_yscale("log")
+    ax_t.set_xlabel("epoch t (full-batch GD steps)")
+    ax_t.set_ylabel(r"$\|K(w_t)-K(w_0)\|_F/\|K(w_0)\|_F$")
+    ax_t.set_title(f"m = {traj['width']}")
+    ax_t.legend()
+    fig.tight_layout()
+    return fig
+
+
+def plot_figure2(result: Mapping[str, Any], ax: Any = None):
+    """Figure 2 of the paper: mean ΔK against the bottleneck width m_b (log–log), the runs as faint
+    points, and the dashed Θ(1/√m_b) reference through the geometric mean of ΔK·√m_b."""
+    from .. import plotting
+
+    if ax is None:
+        fig, ax = plotting.subplots(1, width=5.6, height=3.9)
+    else:
+        fig = ax.figure
+    mbs = np.asarray(result["bottleneck_widths"], dtype=np.float64)
+    color = plotting.PALETTE[0]
+    for mb, v in zip(mbs, result["delta_k"], strict=True):
+        ax.scatter(np.full(len(v), mb), v, s=9, alpha=0.35, color=color, linewidths=0)
+    means = mean_delta_k(result["delta_k"])
+    ax.plot(mbs, means, "o-", color=color, label=f"ΔK, m = {result['width']} (mean over runs)")
+    c = np.exp(np.mean(np.log(means * np.sqrt(mbs))))
+    grid = np.geomspace(mbs.min(), mbs.max(), 50)
+    ax.plot(grid, c / np.sqrt(grid), "--", color="0.35", label=r"$\Theta(1/\sqrt{m_b})$")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    _size_ticks(ax, mbs)
+    ax.set_xlabel("bottleneck width m_b")
+    ax.set_ylabel("ΔK")
+    ax.legend()
+    fig.tight_layout()
+    return fig
+
+
+__all__ = [
+    "FIGURE1_KINDS",
+    "KERNELS",
+    "PAPER_SWISH",
+    "TRAININGS",
+    "assemble_bottleneck",
+    "assemble_nonlinear_output",
+    "bottleneck_network",
+    "bottleneck_piece",
+    "bottleneck_pieces",
+    "figure1_table",
+    "figure2_table",
+    "fit_mean",
+    "init_params",
+    "logit_kernels",
+    "loss_curvature",
+    "mean_delta_k",
+    "measurement_steps",
+    "nonlinear_output_piece",
+    "nonlinear_output_pieces",
+    "one_hidden_layer",
+    "output_change_split",
+    "output_jacobians",
+    "output_maps",
+    "paper_data",
+    "plot_figure1",
+    "plot_figure2",
+    "run_figure",
+    "sampling_check",
+    "split_table",
+    "step_size_check",
+    "step_sizes",
+    "swish_activation",
+    "train_runs",
+]

@@ -1,0 +1,491 @@
+"""Chapter 9 — Jacobians, random features and gradient descent for the shallow networks of
+Oymak & Soltanolkotabi (2020).
+
+The model (Eq. 1.1) is f(x; W) = vᵀφ(Wx) with W ∈ ℝ^{k×d} trained and v ∈ ℝ^k fixed — *no* 1/√k or
+1/√d factors: this is not the NTK parameterization of the other chapters.  Theorem 2.1 prescribes
+half of the entries of v equal to +‖y‖/√(kn) and the other half to −‖y‖/√(kn) (one zero when k is
+odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i) − y_i)² (Eq. 2.1, no 1/n).
+
+* :func:`output_weights`, :func:`network`, :func:`jacobian`, :func:`jacobian_gram` — the model and
+  its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
+* :func:`jacobian_spectrum_vs_k` — Lemmas 6.6 and 6.7 across widths;
+* :func:`jacobian_lipschitz` — Lemma 6.8 on random pairs;
+* :func:`random_features_vs_k` — Theorem 3.2;
+* :func:`theorem_constants`, :func:`gradient_descent` — Theorem 2.1 / Corollary 2.2 (smooth φ) and
+  Theorem 2.3 (ReLU): rates, distance and path length;
+* :func:`sgd` — Theorem 2.6.
+
+The GD/SGD runs and the Jacobian spectra use float64 (``jax.enable_x64``): the theorems are about
+geometric rates that we follow down to relative residuals of 1e-9, below float32 resolution.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache, partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validation as V
+from .. import covariance as cov
+from .. import khatri_rao as kr
+from ..data.sphere import uniform_sphere
+from ..progress import progress
+
+Array = jax.Array
+
+MAX_WIDTH = 2_000_000
+"""Largest width the sweeps add automatically (the thresholds of Lemma 6.7 and Theorem 3.2)."""
+
+# ---------------------------------------------------------------------------------------------
+# The model of Eq. (1.1) and its Jacobian
+# ---------------------------------------------------------------------------------------------
+
+
+def output_weights(k: int, y_norm: float, n: int, *, dtype=jnp.float32) -> Array:
+    """v of Theorem 2.1: ⌊k/2⌋ entries +‖y‖/√(kn), ⌊k/2⌋ entries −‖y‖/√(kn), and a 0 if k is odd.
+
+    (Footnote 1 of the paper: for odd k, ⌊(k−1)/2⌋ entries of each sign and one zero.)  Then
+    1ᵀv = 0, ‖v‖_∞ = ‖y‖/√(kn) and ‖v‖₂ = ‖y‖/√n·√(2⌊k/2⌋/k).
+    """
+    k = V.positive_int("k", k)
+    n = V.positive_int("n", n)
+    y_norm = V.positive_float("y_norm", y_norm)
+    half = k // 2
+    signs = np.concatenate([np.ones(half), -np.ones(half), np.zeros(k - 2 * half)])
+    return jnp.asarray(signs * y_norm / math.sqrt(k * n), dtype=dtype)
+
+
+@cache
+def activation_pair(activation: str):
+    """(φ, φ') as JAX functions; φ'(z) = 1{z ≥ 0} for ReLU (the paper's generalized derivative)."""
+    return cov.get(activation).jax_pair()
+
+
+def network(w: Array, x: Array, v: Array, activation: str) -> Array:
+    """f(W) = φ(XWᵀ)v ∈ ℝ^n for inputs X (n, d), weights W (k, d), output weights v (k,) (Eq. 1.1)."""
+    phi, _ = activation_pair(activation)
+    return phi(x @ w.T) @ v
+
+
+def jacobian(w: Array, x: Array, v: Array, activation: str) -> Array:
+    """J(W) ∈ ℝ^{n×kd}, block ℓ = v_ℓ diag(φ'(Xw_ℓ)) X (Section 6.1), columns ordered like vect(W)."""
+    _, dphi = activation_pair(activation)
+    d = dphi(x @ w.T) * v[None, :]  # (n, k)
+    return (d[:, :, None] * x[:, None, :]).reshape(x.shape[0], -1)
+
+
+def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
+    """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n) — never forms J."""
+    _, dphi = activation_pair(activation)
+    d = dphi(x @ w.T) * v[None, :]
+    return (d @ d.T) * (x @ x.T)
+
+
+def _eig_extremes(a: np.ndarray) -> tuple[float, float]:
+    vals = np.linalg.eigvalsh(0.5 * (a + a.T))
+    return float(vals[0]), float(vals[-1])
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemmas 6.6 and 6.7: ‖J(W₀)‖ and σ_min(J(W₀)) across widths
+# ---------------------------------------------------------------------------------------------
+
+
+def lemma_6_7_width(n: int, norm_x: float, lam: float, bound: float) -> float:
+    """Smallest even k with √k ≥ √(20 log n)·‖X‖·B/√λ(X) (the condition of Lemma 6.7 for our v)."""
+    k = 20.0 * math.log(n) * norm_x**2 * bound**2 / lam
+    return float(2 * math.ceil(k / 2))
+
+
+def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus"
+                           ) -> dict[str, Any]:
+    """‖J(W₀)‖ and σ_min(J(W₀)) against the bounds of Lemmas 6.6 and 6.7, for each k and seed.
+
+    Settings: ``n``, ``d``, ``widths`` (even k), ``seeds``; the width k* of Lemma 6.7's condition is
+    appended when it is at most :data:`MAX_WIDTH`.  One data set X (uniform on the sphere) and labels
+    y ~ N(0, I); v as in Theorem 2.1.  Returns per-(k, seed) arrays ``k``, ``norm``,
+    ``norm_bound`` = √k B‖v‖_∞‖X‖, ``smin``, ``smin_bound`` = ‖v‖₂√(λ(X)/2), ``normalized`` =
+    λ_min(JJᵀ)/‖v‖₂² (→ λ(X) as k → ∞), plus the scalars ``lam`` = λ(X), ``k_star`` (Lemma 6.7's
+    condition), ``norm_x``, ``n``, ``d``.
+    """
+    n, d = int(settings["n"]), int(settings["d"])
+    k_data, k_w = jax.random.split(key)
+    with jax.enable_x64(True):
+        x = uniform_sphere(jax.random.fold_in(k_data, 0), n, d, dtype=jnp.float64)
+        y = jax.random.normal(jax.random.fold_in(k_data, 1), (n,), jnp.float64)
+        y_norm = float(jnp.linalg.norm(y))
+        lam = cov.network_eigenvalue(np.asarray(x), activation)
+        norm_x = kr.spectral_norm(np.asarray(x))
+        b = cov.get(activation).bound
+        k_star = lemma_6_7_width(n, norm_x, lam, b)
+        widths = list(settings["widths"]) + ([int(k_star)] if k_star <= MAX_WIDTH else [])
+        rows: dict[str, list] = {k: [] for k in ("k", "seed", "norm", "norm_bound", "smin", "smin_bound",
+                                                 "normalized")}
+        for k in progress(widths, desc="widths"):
+            k = V.positive_int("k", int(k))
+            v = output_weights(k, y_norm, n, dtype=jnp.float64)
+            v2 = float(jnp.sum(v**2))
+            for s in range(settings["seeds"]):
+                w = jax.random.normal(jax.random.fold_in(k_w, s * 100_003 + k), (k, d), jnp.float64)
+                lo, hi = _eig_extremes(np.asarray(jacobian_gram(w, x, v, activation)))
+                for name, value in (("k", k), ("seed", s), ("norm", math.sqrt(hi)),
+                                    ("norm_bound", math.sqrt(k) * b * float(jnp.max(jnp.abs(v))) * norm_x),
+                                    ("smin", math.sqrt(max(lo, 0.0))), ("smin_bound", math.sqrt(v2 * lam / 2)),
+                                    ("normalized", lo / v2)):
+                    rows[name].append(value)
+    out: dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
+    out.update(lam=lam, norm_x=norm_x, n=n, d=d, k_star=k_star, activation=activation)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 6.8: Lipschitz Jacobian
+# ---------------------------------------------------------------------------------------------
+
+
+def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+    """‖J(W̃) − J(W)‖ against M‖v‖_∞‖X‖‖W̃ − W‖_F (Lemma 6.8, M = sup|φ''|) on random pairs.
+
+    W ~ N(0, 1) and W̃ = W + t·Δ with Δ a random direction of unit Frobenius norm and t spread over
+    ``settings["distances"]``; for each pair also a direction that moves every pre-activation of one
+    neuron (the near-tight case: Δ concentrated on one row, along the top singular vector of X).
+    """
+    from ..activations import get_activation
+
+    n, d, k = int(settings["n"]), int(settings["d"]), int(settings["k"])
+    m_const = get_activation(activation).smoothness
+    rows: dict[str, list] = {"distance": [], "measured": [], "bound": [], "direction": []}
+    with jax.enable_x64(True):
+        x = uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64)
+        v = output_weights(k, math.sqrt(n), n, dtype=jnp.float64)
+        norm_x = kr.spectral_norm(np.asarray(x))
+        top = jnp.asarray(np.linalg.svd(np.asarray(x))[2][0])
+        for s in range(settings["seeds"]):
+            ks = jax.random.fold_in(key, 10 + s)
+            w = jax.random.normal(jax.random.fold_in(ks, 0), (k, d), jnp.float64)
+            rand = jax.random.normal(jax.random.fold_in(ks, 1), (k, d), jnp.float64)
+            one_row = jnp.zeros((k, d), jnp.float64).at[0].set(top)
+            for direction, delta in (("random", rand), ("one neuron along top singular vector", one_row)):
+                delta = delta / jnp.linalg.norm(delta)
+                for t in settings["distances"]:
+                    diff = jacobian(w + t * delta, x, v, activation) - jacobian(w, x, v, activation)
+                    rows["distance"].append(float(t))
+                    rows["measured"].append(float(np.linalg.norm(np.asarray(diff), 2)))
+                    rows["bound"].append(m_const * float(jnp.max(jnp.abs(v))) * norm_x * float(t))
+                    rows["direction"].append(direction)
+    return {k: np.asarray(v) for k, v in rows.items()} | {"M": m_const}
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 3.2: random features
+# ---------------------------------------------------------------------------------------------
+
+
+def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+    """λ_min(ΦΦᵀ), Φ = φ(XWᵀ), against ½k(λ̃(X) − 6B/n¹⁰⁰) (Theorem 3.2) across widths k and seeds.
+
+    The width n log²(n)/λ̃ (the theorem's condition with C = 1) is appended to ``settings["widths"]``
+    when it is at most :data:`MAX_WIDTH`.
+
+    Returns per-(k, seed) arrays ``k``, ``lam_min``, ``bound``, ``normalized`` = λ_min(ΦΦᵀ)/k (→ λ̃
+    as k → ∞) and scalars ``lam_tilde``, ``gamma_bound`` = γ_φ²σ²_min(X∗X) (the remark below the
+    theorem), ``k_threshold`` = n log²(n)/λ̃ (its width condition with C = 1), ``n``, ``d``.
+    """
+    n, d = int(settings["n"]), int(settings["d"])
+    phi, _ = activation_pair(activation)
+    act = cov.get(activation)
+    b = max(act.bound, abs(float(act.phi(np.zeros(1))[0])))  # |φ(0)| ≤ B and |φ'| ≤ B
+    with jax.enable_x64(True):
+        x = uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64)
+        xn = np.asarray(x)
+        lam_t = cov.feature_eigenvalue(xn, activation)
+        gamma = cov.constants(activation).gamma
+        gamma_bound = gamma**2 * kr.sigma_min_khatri_rao(xn) ** 2
+
+        @partial(jax.jit, static_argnames="k")
+        def features_gram(k_key, k):
+            w = jax.random.normal(k_key, (k, d), jnp.float64)
+            f = phi(x @ w.T)
+            return f @ f.T
+
+        k_thr = n * math.log(n) ** 2 / lam_t
+        widths = list(settings["widths"]) + ([math.ceil(k_thr)] if k_thr <= MAX_WIDTH else [])
+        rows: dict[str, list] = {"k": [], "seed": [], "lam_min": [], "bound": [], "normalized": []}
+        for k in progress(widths, desc="widths"):
+            k = int(k)
+            for s in range(settings["seeds"]):
+                lo, _ = _eig_extremes(np.asarray(features_gram(jax.random.fold_in(key, 1000 * s + k), k)))
+                rows["k"].append(k)
+                rows["seed"].append(s)
+                rows["lam_min"].append(lo)
+                rows["bound"].append(0.5 * k * (lam_t - 6 * b / float(n) ** 100))
+                rows["normalized"].append(lo / k)
+    out: dict[str, Any] = {k: np.asarray(v) for k, v in rows.items()}
+    out.update(lam_tilde=lam_t, gamma_bound=gamma_bound, k_threshold=k_thr, n=n, d=d, B=b)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorems 2.1 / 2.3 and Corollary 2.2: gradient descent
+# ---------------------------------------------------------------------------------------------
+
+
+def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) -> dict[str, float]:
+    """Step size and the constants of the conclusions of Theorem 2.1 (smooth φ) or 2.3 (ReLU).
+
+    Smooth φ (Theorem 2.1, with B ≥ sup|φ'|, sup|φ''|):
+      η = n η̄ / (2B²‖y‖²‖X‖²);  rate = 1 − η̄ μ_φ² σ²_min(X∗X) / (32 B²‖X‖²);
+      distance coefficient c_W = μ_φ σ_min(X∗X) ‖y‖ / (√32 √n) in c_W‖W_τ − W₀‖_F + ‖r_τ‖ ≤ ‖r₀‖;
+      path-length factor: Σ‖W_{τ+1} − W_τ‖_F ≤ √32 √n ‖r₀‖ / (μ_φ ‖y‖ σ_min(X∗X)).
+    ReLU (Theorem 2.3): η = n η̄ / (3‖y‖²‖X‖²); rate = 1 − η̄σ²_min(X∗X)/(48π‖X‖²);
+      c_W = σ_min(X∗X)‖y‖/(12√π √n); no path-length statement.
+
+    Also returned: the *proof-derived* rate √(1 − η̄μ²σ²/(32B²‖X‖²)) and the factor-2 weaker
+    distance and path constants that Theorem 6.10 with α = ‖v‖√λ/(2√2) actually delivers (see the
+    chapter), ``sigma_kr`` = σ_min(X∗X), ``norm_x``, ``mu``, ``B``.
+    """
+    x = V.numpy_array("x", x, ndim=2)
+    y = V.numpy_array("y", y, ndim=1)
+    eta_bar = V.positive_float("eta_bar", eta_bar)
+    if eta_bar > 1:
+        raise ValueError(f"eta_bar must be <= 1 (Theorems 2.1 and 2.3), got {eta_bar}")
+    n = x.shape[0]
+    y_norm = float(np.linalg.norm(y))
+    norm_x = kr.spectral_norm(x)
+    s = kr.sigma_min_khatri_rao(x)
+    c = cov.constants(activation)
+    if activation == "relu":
+        eta = n * eta_bar / (3 * y_norm**2 * norm_x**2)
+        rate = 1 - eta_bar * s**2 / (48 * math.pi * norm_x**2)
+        dist = s * y_norm / (12 * math.sqrt(math.pi) * math.sqrt(n))
+        return {"eta": eta, "rate": rate, "dist_coef": dist, "path_factor": float("nan"), "rate_proof": rate,
+                "dist_coef_proof": dist, "path_factor_proof": float("nan"), "sigma_kr": s, "norm_x": norm_x,
+                "mu": c.mu, "B": 1.0}
+    from ..activations import get_activation
+
+    act = get_activation(activation)
+    b = max(act.lipschitz, act.smoothness)  # |φ'| ≤ B and |φ''| ≤ B
+    eta = n * eta_bar / (2 * b**2 * y_norm**2 * norm_x**2)
+    x_rate = eta_bar * c.mu**2 * s**2 / (32 * b**2 * norm_x**2)
+    dist = c.mu * s * y_norm / (math.sqrt(32) * math.sqrt(n))
+    path = math.sqrt(32) * math.sqrt(n) / (c.mu * y_norm * s)
+    return {"eta": eta, "rate": 1 - x_rate, "dist_coef": dist, "path_factor": path,
+            "rate_proof": math.sqrt(1 - x_rate), "dist_coef_proof": dist / 2, "path_factor_proof": 2 * path,
+            "sigma_kr": s, "norm_x": norm_x, "mu": c.mu, "B": b}
+
+
+@partial(jax.jit, static_argnames=("activation", "steps"))
+def _gd_scan(w0, x, y, v, eta, activation, steps):
+    def residual(w):
+        return network(w, x, v, activation) - y
+
+    def step(carry, _):
+        w, dist_path = carry
+        r = residual(w)
+        _, dphi = activation_pair(activation)
+        grad = ((dphi(x @ w.T) * v[None, :]) * r[:, None]).T @ x  # ∇L = diag(v)φ'(WXᵀ)diag(r)X
+        w_next = w - eta * grad
+        step_len = jnp.linalg.norm(w_next - w)
+        out = (jnp.linalg.norm(r), jnp.linalg.norm(w - w0), step_len)
+        return (w_next, dist_path + step_len), out
+
+    (w_end, path), (res, dist, steps_len) = jax.lax.scan(step, (w0, jnp.zeros((), w0.dtype)), None, length=steps)
+    return res, dist, steps_len, path, w_end
+
+
+def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "softplus", steps: int,
+                     eta: float | None = None, eta_bar: float = 1.0) -> dict[str, Any]:
+    """GD on L(W) = ½‖φ(XWᵀ)v − y‖² (Eq. 2.1) from W₀ ~ N(0, 1), v of Theorem 2.1, in float64.
+
+    ``eta`` defaults to the step size of Theorem 2.1 (smooth) / 2.3 (ReLU) with ``eta_bar``.
+    Returns per-step arrays ``residual`` (‖f(W_τ) − y‖, τ = 0 … steps−1), ``distance``
+    (‖W_τ − W₀‖_F), ``step_length`` (‖W_{τ+1} − W_τ‖_F), the total ``path_length``, the initial
+    tangent kernel's extreme eigenvalues ``kernel_min``/``kernel_max`` (λ of J(W₀)J(W₀)ᵀ), the
+    ``linearized_rate`` 1 − η·λ_min(J₀J₀ᵀ), the residual norms of the linearized model
+    ``linearized_residual`` (‖(I − ηJ₀J₀ᵀ)^τ r₀‖: GD on f(W₀) + J₀(W − W₀)), and the
+    :func:`theorem_constants` (prefixed ``thm_``).
+    """
+    k = V.positive_int("k", k)
+    steps = V.positive_int("steps", steps)
+    with jax.enable_x64(True):
+        x = jnp.asarray(V.numpy_array("x", x, ndim=2))
+        y = jnp.asarray(V.numpy_array("y", y, ndim=1))
+        n, d = x.shape
+        consts = theorem_constants(activation, np.asarray(x), np.asarray(y), eta_bar=eta_bar)
+        step = consts["eta"] if eta is None else V.positive_float("eta", eta)
+        v = output_weights(k, float(jnp.linalg.norm(y)), n, dtype=jnp.float64)
+        w0 = jax.random.normal(key, (k, d), jnp.float64)
+        k0 = np.asarray(jacobian_gram(w0, x, v, activation))
+        lam, q = np.linalg.eigh(0.5 * (k0 + k0.T))
+        res, dist, lens, path, _ = _gd_scan(w0, x, y, v, step, activation, steps)
+        r0 = np.asarray(network(w0, x, v, activation) - y)
+        coef = q.T @ r0  # linearized model: r_τ = (I − ηK₀)^τ r₀ in the eigenbasis of K₀
+        lin = np.sqrt(((1 - step * lam)[None, :] ** (2 * np.arange(steps)[:, None]) * coef[None, :] ** 2).sum(1))
+        return {"residual": np.asarray(res), "distance": np.asarray(dist), "step_length": np.asarray(lens),
+                "path_length": float(path), "kernel_min": float(lam[0]), "kernel_max": float(lam[-1]), "eta": step,
+                "linearized_rate": 1 - step * float(lam[0]), "linearized_residual": lin,
+                "k": k, "n": n, "d": d, "y_norm": float(jnp.linalg.norm(y)),
+                **{f"thm_{name}": value for name, value in consts.items()}}
+
+
+def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
+    """Geometric rate of a residual sequence: exp of the least-squares slope of log ‖r_τ‖ against τ,
+    over the iterations whose relative residual is above ``floor`` (float64 resolution) and after
+    the first 10% (the transient while the kernel settles)."""
+    r = np.asarray(residual, dtype=np.float64)
+    rel = r / r[0]
+    keep = np.nonzero(rel > floor)[0]
+    keep = keep[keep >= len(r) // 10] if keep.size > 20 else keep
+    if keep.size < 2:
+        raise ValueError("not enough iterations above the floor to fit a rate")
+    slope = np.polyfit(keep, np.log(r[keep]), 1)[0]
+    return float(math.exp(slope))
+
+
+def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
+    """:func:`gradient_descent` for every k in ``settings["widths"]`` on one data set (n, d)."""
+    n, d = int(settings["n"]), int(settings["d"])
+    with jax.enable_x64(True):
+        x = np.asarray(uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64))
+        y = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (n,), jnp.float64))
+    return [gradient_descent(x, y, int(k), jax.random.fold_in(key, 2 + int(k)), activation=activation,
+                             steps=int(settings["steps"]))
+            for k in progress(settings["widths"], desc="GD widths")]
+
+
+def gd_summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run: measured rate vs linearized and theorem rates, distance and path vs bounds."""
+    rows = []
+    for r in runs:
+        res = r["residual"]
+        r0 = res[0]
+        envelope = res / (r0 * r["thm_rate"] ** np.arange(res.size))
+        dist_lhs = r["thm_dist_coef"] * r["distance"] + res
+        rows.append({
+            "k": r["k"], "kd/n": r["k"] * r["d"] / r["n"], "final rel. residual": float(res[-1] / r0),
+            "measured rate": measured_rate(res), "1 − ηλ_min(K₀)": r["linearized_rate"],
+            "theorem rate": r["thm_rate"],
+            "max ‖r_τ‖/(rate^τ‖r₀‖)": float(envelope.max()),
+            "max (c_W‖W_τ−W₀‖+‖r_τ‖)/‖r₀‖": float(dist_lhs.max() / r0),
+            "max ‖W_τ−W₀‖_F": float(r["distance"].max()), "path length": r["path_length"],
+            "path bound": r["thm_path_factor"] * r0,
+            "max |‖r_τ‖−‖r_τ^lin‖|/‖r₀‖": float(np.max(np.abs(res - r["linearized_residual"])) / r0),
+        })
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 2.6: SGD
+# ---------------------------------------------------------------------------------------------
+
+
+def sgd_step_size(activation: str, x: Any, y: Any, *, nu: float, eta_bar: float = 1.0) -> dict[str, float]:
+    """η, the rate of Eq. (2.10) and the lower bound on P(E) of Theorem 2.6 (smooth φ).
+
+    η = μ_φ²/(9νB⁴) · n/‖y‖² · σ²_min(X∗X)/‖X‖² · η̄;  rate = 1 − η̄/(144 n)·μ_φ⁴/(νB⁴)·σ⁴/‖X‖²;
+    P(E) ≥ 1 − (4/ν)(3B‖X‖/(μ_φσ_min))^{1/(kd)} — returned as a function of kd by
+    :func:`sgd_event_probability`.
+    """
+    x = V.numpy_array("x", x, ndim=2)
+    y = V.numpy_array("y", y, ndim=1)
+    nu = V.positive_float("nu", nu)
+    if nu < 3:
+        raise ValueError(f"nu must be >= 3 (Theorem 2.6), got {nu}")
+    c = theorem_constants(activation, x, y)
+    n = x.shape[0]
+    s, nx, mu, b = c["sigma_kr"], c["norm_x"], c["mu"], c["B"]
+    eta = mu**2 / (9 * nu * b**4) * n / float(np.sum(y**2)) * s**2 / nx**2 * eta_bar
+    rate = 1 - eta_bar / (144 * n) * mu**4 / (nu * b**4) * s**4 / nx**2
+    return {"eta": eta, "rate": rate, "event_base": 3 * b * nx / (mu * s), "nu": nu}
+
+
+def sgd_event_probability(constants: Mapping[str, float], kd: int) -> float:
+    """The lower bound 1 − (4/ν)(3B‖X‖/(μσ))^{1/(kd)} on P(E) (Theorem 2.6); ≤ 0 means vacuous."""
+    return 1 - 4 / constants["nu"] * constants["event_base"] ** (1 / kd)
+
+
+def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+    """Theorem 2.6 on one data set: SGD at the theorem's step size (ν, η̄ = 1) and at the step size of
+    Corollary 2.2 (η = n/(2B²‖y‖²‖X‖²), outside the theorem), against full-batch GD at that step.
+
+    Settings: ``n``, ``d``, ``k``, ``nu``, ``runs``, ``epochs``, ``record_every_epoch``.  One epoch is n
+    SGD updates.  Returns the two SGD runs (:func:`sgd`), the GD residuals per step (one GD step per
+    epoch), the constants of :func:`sgd_step_size`, the bound (rate^τ‖r₀‖²) at the recorded steps, and
+    the lower bounds on P(E) for ν = settings["nu"] and for ν = 3.
+    """
+    n, d, k = int(settings["n"]), int(settings["d"]), int(settings["k"])
+    epochs, every = int(settings["epochs"]), int(settings["record_every_epoch"])
+    with jax.enable_x64(True):
+        x = np.asarray(uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64))
+        y = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (n,), jnp.float64))
+    consts = sgd_step_size(activation, x, y, nu=float(settings["nu"]))
+    gd_eta = theorem_constants(activation, x, y)["eta"]
+    kw = dict(activation=activation, steps=epochs * n, runs=int(settings["runs"]), record_every=every * n)
+    theorem = sgd(x, y, k, jax.random.fold_in(key, 2), eta=consts["eta"], **kw)
+    fast = sgd(x, y, k, jax.random.fold_in(key, 2), eta=gd_eta, **kw)
+    gd = gradient_descent(x, y, k, jax.random.fold_in(jax.random.fold_in(key, 2), 0), activation=activation,
+                          steps=epochs + 1, eta=gd_eta)
+    tau = theorem["steps"]
+    return {"theorem": theorem, "fast": fast, "gd_residual2": gd["residual"] ** 2, "constants": consts,
+            "gd_eta": gd_eta, "bound": consts["rate"] ** tau * theorem["initial_residual2"], "epochs_recorded": tau / n,
+            "event_nu": sgd_event_probability(consts, k * d),
+            "event_nu3": 1 - 4 / 3 * consts["event_base"] ** (1 / (k * d)), "n": n, "d": d, "k": k}
+
+
+@partial(jax.jit, static_argnames=("activation", "steps", "record_every"))
+def _sgd_scan(w0, x, y, v, eta, keys, activation, steps, record_every):
+    n = x.shape[0]
+    _, dphi = activation_pair(activation)
+
+    def one_run(key):
+        idx = jax.random.randint(key, (steps,), 0, n)
+
+        def step(w, i):
+            xi = x[i]
+            pre = w @ xi
+            r = network(w, xi[None, :], v, activation)[0] - y[i]
+            grad = (dphi(pre) * v * r)[:, None] * xi[None, :]
+            return w - eta * grad, None
+
+        def block(w, idx_block):
+            w, _ = jax.lax.scan(step, w, idx_block)
+            res = network(w, x, v, activation) - y
+            return w, (jnp.sum(res**2), jnp.linalg.norm(w - w0))
+
+        _, (res2, dist) = jax.lax.scan(block, w0, idx.reshape(-1, record_every))
+        return res2, dist
+
+    return jax.vmap(one_run)(keys)
+
+
+def sgd(x: Any, y: Any, k: int, key: Array, *, activation: str = "softplus", eta: float, steps: int,
+        runs: int, record_every: int) -> dict[str, Any]:
+    """SGD updates (2.9), W_{τ+1} = W_τ + η(y_γ − f(x_γ; W_τ))∇f(x_γ; W_τ) with γ uniform, from one
+    W₀ and ``runs`` independent index sequences (vmapped), float64.
+
+    Returns ``steps`` (the recorded iteration counts), ``residual2`` (runs × records, ‖r_τ‖²),
+    ``distance`` (‖W_τ − W₀‖_F) and ``initial_residual2``.
+    """
+    k = V.positive_int("k", k)
+    steps = V.positive_int("steps", steps)
+    runs = V.positive_int("runs", runs)
+    record_every = V.positive_int("record_every", record_every)
+    if steps % record_every:
+        raise ValueError("steps must be a multiple of record_every")
+    eta = V.positive_float("eta", eta)
+    with jax.enable_x64(True):
+        x = jnp.asarray(V.numpy_array("x", x, ndim=2))
+        y = jnp.asarray(V.numpy_array("y", y, ndim=1))
+        n, d = x.shape
+        v = output_weights(k, float(jnp.linalg.norm(y)), n, dtype=jnp.float64)
+        w0 = jax.random.normal(jax.random.fold_in(key, 0), (k, d), jnp.float64)
+        keys = jax.random.split(jax.random.fold_in(key, 1), runs)
+        res2, dist = _sgd_scan(w0, x, y, v, eta, keys, activation, steps, record_every)
+        r0 = float(jnp.sum((network(w0, x, v, activation) - y) ** 2))
+    return {"steps": np.arange(1, steps // record_every + 1) * record_every, "residual2": np.asarray(res2),
+            "distance": np.asarray(dist), "initial_residual2": r0, "k": k, "n": n, "d": d, "eta": eta}

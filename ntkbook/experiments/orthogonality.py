@@ -1,0 +1,712 @@
+"""Chapter 7, second half — deep networks as multi-level assemblies (Liu, Zhu & Belkin 2022, Section 3,
+Appendices B, D, E).
+
+The network of Eq. (8) (:func:`ntkbook.models.mlp`, tanh, NTK parameterization, linear output layer) and the
+DenseNet of Eq. (37) (:mod:`ntkbook.models.densenet`):
+
+* :func:`neuron_gradient_grams` — G⁽ˡ⁾[i, j] = ⟨∇_θ α̃ᵢ⁽ˡ⁾(x), ∇_θ α̃ⱼ⁽ˡ⁾(x)⟩ for every hidden layer, from the
+  layer structure (no Jacobian is formed), and :func:`mean_abs_cos`, the orthogonality metric of Eq. (22);
+* :func:`orthogonality_piece` / :func:`orthogonality_sweep` — Figure 3 of Appendix B: mean |cos θᵢⱼ| against
+  the width, at initialization and after full-batch gradient descent, for the equal-width network (left), the
+  bottleneck network (right) and the DenseNet (Appendix E);
+* :func:`clt_prediction` — the m → ∞ constant of √m·E|cos θᵢⱼ| for the second layer (Lemma 1's Gaussian);
+* :func:`turn_piece` — Theorem 2: how far the gradient direction of a post-activation neuron turns within the
+  ball B(θ₀, R);
+* :func:`quadratic_term_piece` — Theorem 4: the worst-case quadratic term of a next-layer pre-activation
+  (and of the output) with the next layer's weights fixed, against βR² max|w|/(2√m_l);
+* :func:`densenet_hessian_piece` — the output Hessian norm of the DenseNet across widths.
+
+Structure of the gradients.  Each weight matrix W⁽ˡ'⁾ enters only through z⁽ˡ'⁾ = W⁽ˡ'⁾c/√fan-in (c the
+layer's input), so ∇_{W⁽ˡ'⁾} α̃ᵢ⁽ˡ⁾ = Jᵢ ⊗ c/√fan-in with J = ∂α̃⁽ˡ⁾/∂z⁽ˡ'⁾, and
+
+    G⁽ˡ⁾ = Σ_{l' ≤ l} (‖c⁽ˡ'⁾‖²/fan-in_{l'}) · J_{l'} J_{l'}ᵀ        (+ J Jᵀ for a bias),
+
+with J_l = I and J computed backwards through the network (m³ operations per layer and input).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from functools import cache, partial
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import _validation as V
+from ..data import digits as digits_data
+from ..data import gaussian as gaussian_data
+from ..models import MLP, mlp
+from ..models.densenet import DenseNet, densenet
+
+Array = jax.Array
+PyTree = Any
+HIGHEST = jax.lax.Precision.HIGHEST
+KINDS = ("fc", "bottleneck", "densenet")
+DATASETS = ("digits", "gaussian")
+
+
+# ---------------------------------------------------------------------------------------------
+# Data and networks
+# ---------------------------------------------------------------------------------------------
+
+
+def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Array, Array]:
+    """The training set of Appendix B: 20 inputs of two classes with labels ±1 (‖x‖ = √d).
+
+    ``settings["dataset"]``: ``"digits"`` (:func:`ntkbook.data.digits.two_classes` with ``classes`` and
+    ``n_per_class``, images chosen with ``data_seed``) or ``"gaussian"`` (:func:`ntkbook.data.gaussian.two_classes`
+    with n = 2·``n_per_class`` points in d = 64 dimensions, key ``data_seed``).
+    """
+    dataset = V.choice("dataset", settings["dataset"], DATASETS)
+    n_per_class = int(settings["n_per_class"])
+    if dataset == "digits":
+        return digits_data.two_classes(tuple(settings["classes"]), n_per_class, seed=int(settings["data_seed"]),
+                                       dtype=dtype)
+    return gaussian_data.two_classes(jax.random.key(int(settings["data_seed"])), 2 * n_per_class,
+                                     digits_data.INPUT_DIM, dtype=dtype)
+
+
+def make_network(kind: str, width: int, run: int, settings: Mapping[str, Any], input_dim: int,
+                 dtype: Any = jnp.float32) -> tuple[Any, PyTree]:
+    """The networks of Figure 3 and Appendix E, all tanh, NTK parameterization, N(0, 1) weights.
+
+    * ``"fc"``: ``depth`` hidden layers of equal width m (with the output layer, the "4-layer" network for
+      depth 3);
+    * ``"bottleneck"``: three hidden layers (m₁, m_b, m₃) = (``bottleneck_outer``, width, ``bottleneck_outer``);
+    * ``"densenet"``: ``depth`` layers of m new neurons each (Eq. 37).
+
+    The key is ``fold_in(fold_in(fold_in(key(seed), kind), width), run)``.
+    """
+    V.choice("kind", kind, KINDS)
+    width = V.positive_int("width", width)
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(jax.random.key(int(settings["seed"])),
+                                                                   KINDS.index(kind)), width), run)
+    depth = int(settings["depth"])
+    if kind == "densenet":
+        return densenet(key, (width,) * depth, input_dim=input_dim, dtype=dtype)
+    widths = (width,) * depth if kind == "fc" else (int(settings["bottleneck_outer"]), width,
+                                                    int(settings["bottleneck_outer"]))
+    return mlp(key, widths, input_dim=input_dim, activation="tanh", dtype=dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gram matrices of neuron gradients
+# ---------------------------------------------------------------------------------------------
+
+
+def neuron_gradient_grams(model: MLP | DenseNet, params: PyTree, x: Any, neurons: int | None = None) -> list[Array]:
+    """G⁽ˡ⁾ for every hidden layer l = 1..L: inner products of the gradients (with respect to all parameters)
+    of the pre-activations α̃ᵢ⁽ˡ⁾(x) (see the module docstring).
+
+    Args:
+        model, params: an :class:`~ntkbook.models.MLP` or :class:`~ntkbook.models.densenet.DenseNet`.
+        x: inputs (n, d).
+        neurons: only the first ``neurons`` neurons of each layer (all when None or larger than the layer).
+            Neurons of a layer are exchangeable (i.i.d. rows at initialization), so the pairs among the first
+            k are a uniform sample of all pairs; the cost falls from m³ to k·m² per layer and input.
+
+    Returns:
+        One array (n, k_l, k_l) per hidden layer, k_l = min(m_l, neurons).
+    """
+    if not isinstance(model, (MLP, DenseNet)):
+        raise TypeError(f"model must be an MLP or a DenseNet, got {type(model).__name__}")
+    V.pytree_of_arrays("params", params)
+    x = V.array("x", x, ndim=2)
+    if neurons is not None:
+        neurons = V.positive_int("neurons", neurons)
+    return list(_grams(model, params, x, neurons))
+
+
+@partial(jax.jit, static_argnames=("neurons",))
+def _grams(model, params, x, neurons):
+    if isinstance(model, DenseNet):
+        return _densenet_grams(model, params, x, neurons)
+    fp = model.forward(params, x)
+    out = []
+    for layer in range(model.depth):
+        m = model.widths[layer]
+        k = m if neurons is None else min(m, neurons)
+        jac = jnp.broadcast_to(jnp.eye(m, dtype=x.dtype)[:k], (x.shape[0], k, m))
+        gram = jnp.zeros((x.shape[0], k, k), x.dtype)
+        for lp in range(layer, -1, -1):  # weight matrix W⁽ˡᵖ⁺¹⁾ reads post[lp]
+            c = fp.post[lp]
+            jj = jnp.matmul(jac, jnp.swapaxes(jac, 1, 2), precision=HIGHEST)
+            factor = jnp.sum(c * c, axis=1) / c.shape[1] + (1.0 if model.use_bias else 0.0)
+            gram = gram + jj * factor[:, None, None]
+            if lp > 0:
+                w = params["layers"][lp]["W"]
+                jac = jnp.matmul(jac, w, precision=HIGHEST) / math.sqrt(w.shape[1])
+                jac = jac * model.activations[lp - 1].derivative(fp.pre[lp - 1])[:, None, :]
+        out.append(gram)
+    return out
+
+
+def _densenet_grams(model: DenseNet, params, x, neurons):
+    fp = model.forward(params, x)
+    n = x.shape[0]
+    out = []
+    for layer in range(1, model.depth + 1):
+        m = model.widths[layer - 1]
+        k = m if neurons is None else min(m, neurons)
+        jacs = {layer: jnp.broadcast_to(jnp.eye(m, dtype=x.dtype)[:k], (n, k, m))}
+        for lp in range(layer - 1, 0, -1):  # ∂α̃⁽ˡ⁾/∂z⁽ˡᵖ⁾ through every later layer that reads α⁽ˡᵖ⁾
+            acc = 0.0
+            for consumer in range(lp + 1, layer + 1):
+                w = params["layers"][consumer - 1]["W"][:, model.column_slice(consumer, lp)]
+                acc = acc + jnp.matmul(jacs[consumer], w, precision=HIGHEST) / math.sqrt(model.fan_in(consumer))
+            jacs[lp] = acc * model.activation.derivative(fp.pre[lp - 1])[:, None, :]
+        gram = 0.0
+        for lp in range(1, layer + 1):
+            c = fp.concat[lp - 1]
+            jj = jnp.matmul(jacs[lp], jnp.swapaxes(jacs[lp], 1, 2), precision=HIGHEST)
+            gram = gram + jj * (jnp.sum(c * c, axis=1) / c.shape[1])[:, None, None]
+        out.append(gram)
+    return out
+
+
+def cosine_matrix(gram: Any) -> Array:
+    """cos θᵢⱼ = Gᵢⱼ/√(GᵢᵢGⱼⱼ) (Eq. 22), same shape as ``gram`` (…, m, m)."""
+    gram = V.array("gram", gram, ndim=(2, 3))
+    d = jnp.sqrt(jnp.diagonal(gram, axis1=-2, axis2=-1))
+    return gram / d[..., :, None] / d[..., None, :]
+
+
+def mean_abs_cos(gram: Any) -> Array:
+    """Mean of |cos θᵢⱼ| over the pairs i ≠ j, for each input: shape (n,) for a (n, m, m) Gram (Eq. 22).
+
+    A layer with one neuron has no pairs: the result is nan.
+    """
+    c = jnp.abs(cosine_matrix(gram))
+    m = c.shape[-1]
+    if m < 2:
+        return jnp.full(c.shape[:-2], jnp.nan, c.dtype)
+    off = jnp.sum(c, axis=(-2, -1)) - jnp.trace(c, axis1=-2, axis2=-1)
+    return off / (m * (m - 1))
+
+
+def frame_constant(gram: Any) -> Array:
+    """λ_max of the cosine matrix, per input: the constant in Σᵢ((θ−θ₀)ᵀnᵢ)² ≤ λ_max‖θ−θ₀‖² (Eq. 18 assumes 1)."""
+    return jnp.linalg.eigvalsh(cosine_matrix(gram))[..., -1]
+
+
+@cache
+def _gaussian_moments(activation: str) -> tuple[float, float, float]:
+    """(E[σ'(z)⁴], E[σ(z)²], E[σ'(z)²]) for z ~ N(0, 1), by Gauss–Hermite quadrature (float64)."""
+    from ..activations import get_activation
+    from ..gaussian import gaussian_expectation
+
+    act = get_activation(activation)
+    d1 = jax.jit(lambda z: act.derivative(z, 1))
+    fn = jax.jit(act.fn)
+    with jax.enable_x64(True):
+        s1 = lambda z: np.asarray(d1(jnp.asarray(z)))  # noqa: E731
+        s0 = lambda z: np.asarray(fn(jnp.asarray(z)))  # noqa: E731
+        return (gaussian_expectation(lambda z: s1(z) ** 4), gaussian_expectation(lambda z: s0(z) ** 2),
+                gaussian_expectation(lambda z: s1(z) ** 2))
+
+
+def clt_prediction(width: int | None = None, *, extra_inputs: float = 0.0, activation: str = "tanh") -> float:
+    """E|cos θᵢⱼ| between two second-layer neurons at initialization, to leading order (inputs with ‖x‖² = d).
+
+    From Lemma 1 / Eq. (23): for i ≠ j only the shared parameters θ⁽¹⁾ contribute,
+    Gᵢⱼ = (1/fan)Σₖ Wᵢₖ Wⱼₖ σ'(zₖ)² with fan = m + e the fan-in of layer 2 (e = ``extra_inputs``, the input
+    dimension d for the DenseNet, whose second layer also reads x; 0 for the network of Eq. 8), so
+    Gᵢⱼ ≈ N(0, m E[σ'⁴]/fan²), while Gᵢᵢ → (m E[σ²] + e + m E[σ'²])/fan (z ~ N(0, 1)); E|N(0, s²)| = s√(2/π).
+    Hence E|cos| ≈ √(2/π)·√(m E[σ'⁴]) / (m(E[σ²] + E[σ'²]) + e).
+
+    Without ``width``: the constant c = lim √m·E|cos| = √(2/π)·√E[σ'⁴] / (E[σ²] + E[σ'²]).
+    """
+    e4, e_sig2, e_d2 = _gaussian_moments(activation)
+    if width is None:
+        return math.sqrt(2 / math.pi) * math.sqrt(e4) / (e_sig2 + e_d2)
+    m = V.positive_int("width", width)
+    return math.sqrt(2 / math.pi) * math.sqrt(m * e4) / (m * (e_sig2 + e_d2) + float(extra_inputs))
+
+
+# ---------------------------------------------------------------------------------------------
+# Full-batch gradient descent (Appendix B)
+# ---------------------------------------------------------------------------------------------
+
+
+@partial(jax.jit, static_argnames=("apply_fn", "steps"))
+def _train(apply_fn, params, x, y, lr, steps):
+    def loss(p):
+        r = apply_fn(p, x) - y
+        return 0.5 * jnp.sum(r * r) / x.shape[0]
+
+    grad = jax.grad(loss)
+    final = jax.lax.fori_loop(0, steps, lambda _, p: jax.tree_util.tree_map(lambda a, g: a - lr * g, p, grad(p)),
+                              params)
+    return final, loss(params), loss(final)
+
+
+def train(apply_fn: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int) -> tuple[PyTree, float, float]:
+    """``steps`` full-batch gradient-descent steps on L = (1/2n)Σ(f(xᵢ) − yᵢ)², keeping only the last iterate.
+
+    Returns ``(params_T, L(θ₀), L(θ_T))``.  Memory O(P) (unlike a recorded path).
+    """
+    V.callable_("apply_fn", apply_fn)
+    V.pytree_of_arrays("params", params)
+    lr = V.positive_float("lr", lr)
+    steps = V.positive_int("steps", steps, minimum=0)
+    final, l0, lt = _train(apply_fn, params, V.array("x", x, ndim=2), V.array("y", y, ndim=1), lr, steps)
+    return final, float(l0), float(lt)
+
+
+def _tree_dist(a: PyTree, b: PyTree) -> float:
+    return float(jnp.sqrt(sum(jnp.sum((u - v) ** 2) for u, v in zip(jax.tree_util.tree_leaves(a),
+                                                                    jax.tree_util.tree_leaves(b), strict=True))))
+
+
+# ---------------------------------------------------------------------------------------------
+# Figure 3: orthogonality against width
+# ---------------------------------------------------------------------------------------------
+
+
+def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck")
+                         ) -> list[dict[str, Any]]:
+    """Independent pieces (kind, width, run): ``widths`` for "fc" and "densenet", ``bottleneck_widths`` for
+    "bottleneck", ``runs`` each."""
+    out = []
+    for kind in kinds:
+        V.choice("kind", kind, KINDS)
+        widths = settings["bottleneck_widths"] if kind == "bottleneck" else settings["widths"]
+        out += [{"kind": kind, "width": int(m), "run": r} for m in widths for r in range(int(settings["runs"]))]
+    return out
+
+
+def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+    """One network of Figure 3: mean |cos θᵢⱼ| (Eq. 22) per hidden layer, averaged over the pairs i ≠ j of the
+    first ``sampled_neurons`` neurons (all pairs when the layer is not wider; see :func:`neuron_gradient_grams`)
+    and over all training inputs, at initialization and after ``gd_steps`` steps of full-batch gradient descent
+    on the square loss with step η = ``lr_factor``·n/λ_max(K(θ₀)) (:func:`ntkbook.training.step_size_from_kernel`).
+
+    Returns per-layer lists ``mean_abs_cos_init``, ``mean_abs_cos`` (trained), and ``loss_init``,
+    ``loss_final``, ``lr``, ``displacement`` ‖θ_T − θ₀‖.
+    """
+    from ..kernels import empirical_ntk
+    from ..training import step_size_from_kernel
+
+    x, y = load_data(settings)
+    model, params = make_network(piece["kind"], piece["width"], piece["run"], settings, x.shape[1])
+    k = int(settings["sampled_neurons"])
+    g0 = neuron_gradient_grams(model, params, x, k)
+    kernel = np.asarray(empirical_ntk(model.apply, params, x, method="ntvp" if isinstance(model, DenseNet)
+                                      else "auto"), np.float64)
+    lr = step_size_from_kernel(kernel, x.shape[0], factor=float(settings["lr_factor"]))
+    params_t, loss0, loss_t = train(model.apply, params, x, y, lr=lr, steps=int(settings["gd_steps"]))
+    gt = neuron_gradient_grams(model, params_t, x, k)
+    return {
+        "mean_abs_cos_init": [float(jnp.mean(mean_abs_cos(g))) for g in g0],
+        "mean_abs_cos": [float(jnp.mean(mean_abs_cos(g))) for g in gt],
+        "loss_init": loss0,
+        "loss_final": loss_t,
+        "lr": lr,
+        "displacement": _tree_dist(params, params_t),
+    }
+
+
+def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str, Any]],
+                           results: list[Mapping[str, Any]]) -> dict[str, Any]:
+    """Figure 3 as nested lists [[per run] per width] (and [[[per layer] per run] per width]).
+
+    ``mean_abs_cos``: the equal-width network after training, pairs pooled over its hidden layers (every layer
+    has m neurons, so this is the mean of the per-layer values; layer 1 contributes exact zeros, Remark 4).
+    ``bottleneck_mean_abs_cos``: the bottleneck network after training, neurons of the layer that *assembles*
+    the bottleneck (layer 3, whose sub-models are the m_b bottleneck neurons, so that m_{l−1} = m_b in
+    Lemma 1); the bottleneck layer itself is in ``bottleneck_mean_abs_cos_by_layer`` (its m_{l−1} = m₁ is fixed).
+    """
+    out: dict[str, Any] = {"dataset": settings["dataset"]}
+    runs = int(settings["runs"])
+    for kind, prefix in (("fc", ""), ("bottleneck", "bottleneck_"), ("densenet", "densenet_")):
+        sel = [(p, r) for p, r in zip(pieces, results, strict=True) if p["kind"] == kind]
+        if not sel:
+            continue
+        widths = sorted({int(p["width"]) for p, _ in sel})
+        table = {(int(p["width"]), int(p["run"])): r for p, r in sel}
+
+        def grid(field: str, layer: int | None = None, widths=widths, table=table):
+            return [[(table[(m, r)][field] if layer is None else table[(m, r)][field][layer])
+                     for r in range(runs)] for m in widths]
+
+        out[f"{prefix}widths" if prefix else "widths"] = widths
+        out[f"{prefix}mean_abs_cos_by_layer"] = grid("mean_abs_cos")
+        out[f"{prefix}mean_abs_cos_init_by_layer"] = grid("mean_abs_cos_init")
+        for field in ("loss_init", "loss_final", "lr", "displacement"):
+            out[f"{prefix}{field}"] = grid(field)
+        if kind == "bottleneck":
+            out["bottleneck_mean_abs_cos"] = grid("mean_abs_cos", 2)
+            out["bottleneck_mean_abs_cos_init"] = grid("mean_abs_cos_init", 2)
+        else:
+            pooled = [[float(np.mean(v)) for v in row] for row in grid("mean_abs_cos")]
+            pooled0 = [[float(np.mean(v)) for v in row] for row in grid("mean_abs_cos_init")]
+            out[f"{prefix}mean_abs_cos"] = pooled
+            out[f"{prefix}mean_abs_cos_init"] = pooled0
+    out["settings"] = {"clt_constant_layer2": clt_prediction()}
+    return out
+
+
+def orthogonality_sweep(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck"),
+                        **overrides: Any) -> dict[str, Any]:
+    """Every piece of :func:`orthogonality_pieces`, assembled (:func:`assemble_orthogonality`).
+
+    ``overrides`` replace settings (e.g. ``dataset="gaussian"``).
+    """
+    from ..progress import progress
+
+    settings = dict(settings) | overrides
+    pieces = orthogonality_pieces(settings, kinds)
+    results = [orthogonality_piece(p, settings) for p in progress(pieces, desc="network × width × run",
+                                                                  total=len(pieces))]
+    return assemble_orthogonality(settings, pieces, results)
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 2: the gradient direction of a neuron barely turns in the ball
+# ---------------------------------------------------------------------------------------------
+# The functions below are module-level (cached per layer), so that jit and the Lanczos iteration compile
+# once per layer and shape, not once per neuron.
+
+
+@cache
+def _unit_fn(layer: int, post: bool):
+    """(params, model, x, neuron) ↦ αᵢ⁽ˡ⁾(x) (post-activation) or α̃ᵢ⁽ˡ⁾(x), i = neuron (traced)."""
+
+    def fn(params, model, x, neuron):
+        fp = model.forward(params, x[None])
+        values = (fp.post[layer] if post else fp.pre[layer - 1])[0]
+        return jnp.take(values, neuron)
+
+    return fn
+
+
+def _angle_array(g0: PyTree, g1: PyTree) -> Array:
+    """The angle between the lines spanned by g0 and g1 (in [0, π/2]), computed as 2·asin(‖u − ±v‖/2)."""
+    a = jnp.concatenate([jnp.ravel(t) for t in jax.tree_util.tree_leaves(g0)])
+    b = jnp.concatenate([jnp.ravel(t) for t in jax.tree_util.tree_leaves(g1)])
+    a, b = a / jnp.linalg.norm(a), b / jnp.linalg.norm(b)
+    b = b * jnp.sign(jnp.dot(a, b))
+    return 2.0 * jnp.arcsin(jnp.minimum(1.0, jnp.linalg.norm(a - b) / 2.0))
+
+
+def _angle(g0: PyTree, g1: PyTree) -> float:
+    return float(_angle_array(g0, g1))
+
+
+@cache
+def _turn_angle(layer: int):
+    """jit: (params, direction, length, model, x, neuron) ↦ the angle between ∇αᵢ⁽ˡ⁾ at θ₀ and at
+    θ₀ + length·direction/‖direction‖ (one compiled function per layer and shape)."""
+    grad = jax.grad(_unit_fn(layer, True))
+
+    @jax.jit
+    def fn(params, direction, length, model, x, neuron):
+        norm = jnp.sqrt(sum(jnp.vdot(t, t) for t in jax.tree_util.tree_leaves(direction)))
+        shifted = jax.tree_util.tree_map(lambda p, d: p + (length / norm) * d, params, direction)
+        return _angle_array(grad(params, model, x, neuron), grad(shifted, model, x, neuron))
+
+    return fn
+
+
+@cache
+def _unit_pre_grad_norm(layer: int):
+    grad = jax.grad(_unit_fn(layer, False))
+
+    @jax.jit
+    def fn(params, model, x, neuron):
+        g = grad(params, model, x, neuron)
+        return jnp.sqrt(sum(jnp.vdot(t, t) for t in jax.tree_util.tree_leaves(g)))
+
+    return fn
+
+
+_tree_norm_jit = jax.jit(lambda t: jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree_util.tree_leaves(t))))
+
+
+TURN_FIELDS = ("width", "run", "layer", "neuron", "angle_top", "angle_random", "angle_gd", "hessian_norm",
+               "grad_norm", "gd_distance")
+
+
+def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+    """Theorem 2 at one (width, run): for neurons of every hidden layer of the equal-width network, the angle
+    between ∇_θ αᵢ⁽ˡ⁾(θ₀; x) and ∇_θ αᵢ⁽ˡ⁾(θ₀ + Δ; x) (post-activation, first training input) for
+    Δ = R·u (u the eigenvector of the largest |eigenvalue| of the Hessian of α̃ᵢ⁽ˡ⁾ — the direction that turns
+    the gradient fastest to first order), for ``directions`` random Δ with ‖Δ‖ = R, and for Δ = θ_T − θ₀ of
+    gradient descent (θ_T as in :func:`orthogonality_piece`).
+
+    Returns lists (one entry per (layer, neuron)) with the fields of :data:`TURN_FIELDS`: ``angle_random`` is
+    the largest over the random directions, ``hessian_norm`` ‖H_{α̃ᵢ}(θ₀)‖, ``grad_norm`` ‖∇α̃ᵢ(θ₀)‖ and
+    ``gd_distance`` ‖θ_T − θ₀‖.
+    """
+    from ..hessian import hessian_spectral_norm
+    from ..kernels import empirical_ntk
+    from ..pytree import tree_normal_like, tree_sub
+    from ..training import step_size_from_kernel
+
+    radius = float(settings["radius"])
+    out: dict[str, list] = {k: [] for k in TURN_FIELDS}
+    x, y = load_data(settings)
+    model, params = make_network("fc", piece["width"], piece["run"], settings, x.shape[1])
+    lr = step_size_from_kernel(np.asarray(empirical_ntk(model.apply, params, x), np.float64), x.shape[0],
+                               factor=float(settings["lr_factor"]))
+    params_t, _, _ = train(model.apply, params, x, y, lr=lr, steps=int(settings["gd_steps"]))
+    gd_delta = tree_sub(params_t, params)
+    x0 = x[0]
+    key = jax.random.fold_in(jax.random.key(int(settings["seed"])), 7 * piece["width"] + piece["run"])
+    gd_distance = float(_tree_norm_jit(gd_delta))
+    for layer in range(1, model.depth + 1):
+        turn = _turn_angle(layer)
+        pre = _unit_fn(layer, False)
+        for neuron in range(int(settings["neurons"])):
+            i = jnp.asarray(neuron)
+            res = hessian_spectral_norm(pre, params, args=(model, x0, i), tol=float(settings["tol"]), max_iter=400)
+            u = res.eigenvector if res.eigenvector is not None else tree_normal_like(key, params)  # H = 0: layer 1
+            angle_top = float(turn(params, u, radius, model, x0, i))
+            rand = []
+            for j in range(int(settings["directions"])):
+                r = tree_normal_like(jax.random.fold_in(key, 1000 * layer + 10 * neuron + j), params)
+                rand.append(float(turn(params, r, radius, model, x0, i)))
+            row = {"width": piece["width"], "run": piece["run"], "layer": layer, "neuron": neuron,
+                   "angle_top": angle_top, "angle_random": max(rand),
+                   "angle_gd": float(turn(params, gd_delta, gd_distance, model, x0, i)),
+                   "hessian_norm": res.value, "grad_norm": float(_unit_pre_grad_norm(layer)(params, model, x0, i)),
+                   "gd_distance": gd_distance}
+            for k in TURN_FIELDS:
+                out[k].append(row[k])
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4: the quadratic term of a next-layer pre-activation
+# ---------------------------------------------------------------------------------------------
+
+QUADRATIC_FIELDS = ("target_layer", "width", "run", "worst", "hessian_term", "beta", "max_w", "bound", "frame",
+                    "bound_with_frame", "rank_one_share")
+
+
+@cache
+def _target_fn(layer: int):
+    """(θ⁽ˡ⁾, params, model, x) ↦ T: the first neuron of layer l+1 (pre-activation), or f when l = L; the
+    weights W⁽¹⁾…W⁽ˡ⁾ are replaced by the first argument, everything else is taken from ``params``."""
+
+    def fn(moving, params, model, x):
+        p = {**params, "layers": list(moving) + list(params["layers"][layer:])}
+        fp = model.forward(p, x[None])
+        return fp.pre[layer][0, 0] if layer < model.depth else fp.output[0]
+
+    return fn
+
+
+@cache
+def _layer_pre_fn(layer: int):
+    def fn(moving, params, model, x):
+        p = {**params, "layers": list(moving) + list(params["layers"][layer:])}
+        return model.forward(p, x[None]).pre[layer - 1][0]
+
+    return fn
+
+
+@cache
+def _second_order_parts(layer: int):
+    """jit: (θ⁽ˡ⁾, Δ, w, params, model, x) ↦ (rank-one part (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2, ½ΔᵀH_TΔ)."""
+    from ..hessian import hvp
+    from ..pytree import tree_dot
+
+    target, pre = _target_fn(layer), _layer_pre_fn(layer)
+
+    @jax.jit
+    def fn(moving, delta, w_next, params, model, x):
+        z, jd = jax.jvp(partial(pre, params=params, model=model, x=x), (moving,), (delta,))
+        m = z.shape[0]
+        rank_one = jnp.sum(w_next * model.activations[layer - 1].derivative(z, 2) * jd**2) / (2 * math.sqrt(m))
+        second = 0.5 * tree_dot(delta, hvp(target, moving, delta, params, model, x))
+        return rank_one, second
+
+    return fn
+
+
+def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+    """Theorem 4 at one (width, run) of the equal-width network, first training input.
+
+    For the sub-models αᵢ⁽ˡ⁾ (l = 2, …, L) and their assembly T = α̃₁⁽ˡ⁺¹⁾ (the first neuron of layer l+1, or
+    the output f when l = L), with W⁽ˡ⁺¹⁾ fixed and Δ in θ⁽ˡ⁾ = (W⁽¹⁾, …, W⁽ˡ⁾):
+
+    * ``worst`` — max |T(θ₀+Δ) − T(θ₀) − ∇T(θ₀)ᵀΔ| over ‖Δ‖ ≤ R, by normalized projected gradient ascent from
+      ±R·(top Hessian eigenvector) and from a random direction (:func:`worst_remainder`);
+    * ``hessian_term`` — ½R²‖H_T(θ₀)‖ (Lanczos);
+    * ``beta`` — the sub-models' smoothness along their normals, β = β_σ·maxᵢ‖∇α̃ᵢ⁽ˡ⁾(θ₀)‖² (the constant c ≤ β
+      of H_{αᵢ} = c nᵢnᵢᵀ in the proof);
+    * ``bound`` — Theorem 4's βR²·maxᵢ|wᵢ|/(2√m_l) (Eq. 19 with R², as Eqs. 17–18 give);
+    * ``frame`` — λ_max of the cosine matrix of the layer-l normals (Eq. 18 takes it to be 1) and
+      ``bound_with_frame`` = bound·frame;
+    * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
+      rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
+    """
+    from ..activations import get_activation
+    from ..hessian import hessian_spectral_norm
+
+    radius = float(settings["radius"])
+    beta_sigma = get_activation("tanh").smoothness
+    out: dict[str, list] = {k: [] for k in QUADRATIC_FIELDS}
+    x, _ = load_data(settings)
+    model, params = make_network("fc", piece["width"], piece["run"], settings, x.shape[1])
+    x0 = x[0]
+    grams = neuron_gradient_grams(model, params, x0[None])
+    key = jax.random.fold_in(jax.random.key(int(settings["seed"])), 11 * piece["width"] + piece["run"])
+    for lay in range(2, model.depth + 1):
+        m = model.widths[lay - 1]
+        w_next = params["layers"][lay]["W"][0] if lay < model.depth else params["v"][:, 0]
+        target = _target_fn(lay)
+        moving = tuple(params["layers"][:lay])
+        args = (params, model, x0)
+        res = hessian_spectral_norm(target, moving, args=args, tol=float(settings["tol"]), max_iter=400)
+        worst, best_delta = worst_remainder(target, moving, args, res, radius, key, int(settings["ascent_steps"]))
+        rank_one, second = (float(v) for v in _second_order_parts(lay)(moving, best_delta, w_next, params, model,
+                                                                       x0))
+        g = grams[lay - 1][0]
+        beta = beta_sigma * float(jnp.max(jnp.diagonal(g)))
+        max_w = float(jnp.max(jnp.abs(w_next)))
+        bound = beta * radius**2 * max_w / (2 * math.sqrt(m))
+        frame = float(frame_constant(g))
+        row = {"target_layer": lay + 1, "width": piece["width"], "run": piece["run"], "worst": worst,
+               "hessian_term": 0.5 * radius**2 * res.value, "beta": beta, "max_w": max_w, "bound": bound,
+               "frame": frame, "bound_with_frame": bound * frame,
+               "rank_one_share": rank_one / second if second != 0 else math.nan}
+        for k in QUADRATIC_FIELDS:
+            out[k].append(row[k])
+    return out
+
+
+@partial(jax.jit, static_argnames=("fn",))
+def _ascent_step(fn, delta, params, args, sign, radius):
+    """r(Δ) and the next iterate Δ' = R·(Δ + sign·R·∇r/‖∇r‖)/‖·‖ of the normalized ascent on ‖Δ‖ = R."""
+
+    def remainder(d):
+        f0, df = jax.jvp(lambda p: fn(p, *args), (params,), (d,))
+        shifted = jax.tree_util.tree_map(jnp.add, params, d)
+        return fn(shifted, *args) - f0 - df
+
+    def norm(t):
+        return jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree_util.tree_leaves(t)))
+
+    val, grad = jax.value_and_grad(remainder)(delta)
+    step_size = sign * radius / jnp.maximum(norm(grad), 1e-30)
+    step = jax.tree_util.tree_map(lambda d, g: d + step_size * g, delta, grad)
+    return val, jax.tree_util.tree_map(lambda t: (radius / norm(step)) * t, step)
+
+
+def worst_remainder(fn: Any, params: PyTree, args: tuple, lanczos: Any, radius: float, key: Array,
+                    steps: int) -> tuple[float, PyTree]:
+    """max |fn(θ+Δ) − fn(θ) − ∇fn(θ)ᵀΔ| over ‖Δ‖ = R by normalized gradient ascent on the sphere.
+
+    ``fn(params, *args)`` is a scalar; ``lanczos`` the :func:`ntkbook.hessian_spectral_norm` result at θ.
+    Starts: ±R·u (u its eigenvector of largest |λ|), ascending the sign of λ, and R·(random direction)
+    ascending each sign.  Every iterate is a point of the sphere, so the value is a lower estimate of the
+    maximum.  Returns the best |value| and its Δ.
+    """
+    from ..pytree import tree_norm, tree_normal_like, tree_scale
+
+    lam_sign = 1.0 if lanczos.eigenvalue >= 0 else -1.0
+    rand = tree_normal_like(key, params)
+    rand = tree_scale(radius / float(tree_norm(rand)), rand)
+    starts = [(lam_sign, rand), (-lam_sign, rand)]
+    if lanczos.eigenvector is not None:
+        u = tree_scale(radius / float(tree_norm(lanczos.eigenvector)), lanczos.eigenvector)
+        starts = [(lam_sign, u), (lam_sign, tree_scale(-1.0, u)), *starts]
+    best, best_delta = -math.inf, starts[0][1]
+    for sign, delta in starts:
+        for _ in range(steps + 1):
+            val, new_delta = _ascent_step(fn, delta, params, args, sign, radius)  # new_delta back on ‖Δ‖ = R
+            if sign * float(val) > best:
+                best, best_delta = sign * float(val), delta
+            delta = new_delta
+    return abs(best), best_delta
+
+
+# ---------------------------------------------------------------------------------------------
+# Appendix E: the DenseNet's output Hessian
+# ---------------------------------------------------------------------------------------------
+
+
+def _output_at(params, model, x):
+    return model.apply(params, x[None])[0]
+
+
+def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, float]:
+    """‖H_f(θ₀; x)‖ of the DenseNet (Lanczos, first training input) at one (width, run), and ½R²‖H_f‖."""
+    from ..hessian import hessian_spectral_norm
+
+    x, _ = load_data(settings)
+    model, params = make_network("densenet", piece["width"], piece["run"], settings, x.shape[1])
+    x0 = x[0]
+    res = hessian_spectral_norm(_output_at, params, args=(model, x0), tol=float(settings["tol"]), max_iter=400)
+    return {"width": piece["width"], "run": piece["run"], "hessian_norm": res.value,
+            "hessian_term": 0.5 * float(settings["radius"]) ** 2 * res.value, "residual": res.residual}
+
+
+# ---------------------------------------------------------------------------------------------
+# Sweeps over widths (the notebook's entry points)
+# ---------------------------------------------------------------------------------------------
+
+
+def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
+    from ..progress import progress
+
+    pieces = [{"width": int(m), "run": r} for m in settings["widths"] for r in range(int(settings["runs"]))]
+    results = [piece_fn(p, settings) for p in progress(pieces, desc=desc, total=len(pieces))]
+    if isinstance(results[0][next(iter(results[0]))], list):
+        return {k: np.asarray([v for r in results for v in r[k]]) for k in results[0]}
+    return {k: np.asarray([r[k] for r in results]) for k in results[0]}
+
+
+def turn_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """:func:`turn_piece` for every (width, run) of the settings, as equal-length arrays (:data:`TURN_FIELDS`)."""
+    return _sweep(turn_piece, settings, "Theorem 2: width × run")
+
+
+def quadratic_term_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """:func:`quadratic_term_piece` for every (width, run), as equal-length arrays (:data:`QUADRATIC_FIELDS`)."""
+    return _sweep(quadratic_term_piece, settings, "Theorem 4: width × run")
+
+
+def densenet_hessian_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+    """:func:`densenet_hessian_piece` for every (width, run): arrays ``width``, ``run``, ``hessian_norm``, ..."""
+    return _sweep(densenet_hessian_piece, settings, "DenseNet ‖H‖: width × run")
+
+
+def per_width(widths: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(unique widths, mean of ``values`` at each) — for monotonicity checks on run-averaged curves."""
+    widths = np.asarray(widths)
+    values = np.asarray(values, dtype=np.float64)
+    ws = np.unique(widths)
+    return ws, np.array([values[widths == w].mean() for w in ws])
+
+
+__all__ = [
+    "DATASETS",
+    "KINDS",
+    "QUADRATIC_FIELDS",
+    "assemble_orthogonality",
+    "clt_prediction",
+    "cosine_matrix",
+    "densenet_hessian_piece",
+    "densenet_hessian_sweep",
+    "frame_constant",
+    "load_data",
+    "make_network",
+    "mean_abs_cos",
+    "neuron_gradient_grams",
+    "orthogonality_piece",
+    "orthogonality_pieces",
+    "orthogonality_sweep",
+    "per_width",
+    "quadratic_term_piece",
+    "quadratic_term_sweep",
+    "train",
+    "turn_piece",
+    "turn_sweep",
+    "worst_remainder",
+]

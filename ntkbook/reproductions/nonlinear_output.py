@@ -1,0 +1,41 @@
+"""``nonlinear-output``: Figure 1 of Liu, Zhu & Belkin (2020) — ΔK of f, softmax(f) and swish(f) (Chapter 6).
+
+The network of Eq. (43) trained by full-batch gradient descent on the data of Eq. (42): the
+cross-entropy of Eq. (46) (kernels of the logits f and of softmax(f) tracked on the same path) and
+the square loss of Eq. (47) on swish(f), until the loss is below ``loss_tol`` or ``max_steps``
+steps.  Pieces are (task, width, block of seeds); see
+:mod:`ntkbook.experiments.linearity_experiments`.
+
+JSON keys (besides the runner's): ``widths``; ``delta_k``, ``steps``, ``final_loss`` — each
+{"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs",
+"linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; the step sizes of every
+run are in ``settings["learning_rates"]`` ({"cross_entropy", "swish"}: [[per run] per width]).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..experiments import linearity_experiments as le
+from ..reproduce import Reproduction, register
+
+
+def _plot(result: dict[str, Any], path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    fig = le.plot_figure1(result)
+    fig.suptitle(f"Figure 1 of Liu, Zhu & Belkin (2020) — scale {result['scale']}", y=1.02)
+    fig.savefig(path)
+    plt.close(fig)
+
+
+register(Reproduction(
+    name="nonlinear-output",
+    experiment="nonlinear_output",
+    description="ΔK of linear, softmax and swish outputs against the width (Liu et al. 2020, Fig. 1)",
+    pieces=le.nonlinear_output_pieces,
+    compute=lambda piece, settings: le.nonlinear_output_piece(piece, settings),
+    assemble=le.assemble_nonlinear_output,
+    plot=_plot,
+))

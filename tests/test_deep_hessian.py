@@ -1,0 +1,519 @@
+"""Chapter 3: the compressed Hessian, the structured layer norms, the bounds of Theorem 3.1, the ball
+experiments of Theorem 3.2, and the CNN / ResNet models — against dense autodiff references."""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import reference_jacobian
+from ntkbook import hessian, models
+from ntkbook.experiments import deep_hessian as dh
+from ntkbook.experiments import deep_hessian_ball as db
+from ntkbook.models.conv import conv, conv_net
+from ntkbook.models.resnet import resnet
+from ntkbook.pytree import flat_spec, point_on_sphere, tree_dot, tree_norm, tree_sub
+
+
+def _net(kind, seed=0, width=5, depth=3, d=3, activation="tanh", **kw):
+    key = jax.random.key(seed)
+    if kind == "resnet":
+        model, params = resnet(key, width, depth, input_dim=d, activation=activation, dtype=jnp.float64, **kw)
+    else:
+        widths = width if isinstance(width, tuple) else (width,) * depth
+        model, params = models.mlp(key, widths, input_dim=d, activation=activation, dtype=jnp.float64, **kw)
+    x = dh.unit_scale_input(jax.random.key(seed + 50), d, jnp.float64)
+    return model, params, x
+
+
+def _full_fn(model, x):
+    return lambda p: model.apply(p, x[None])[0]
+
+
+def _nonzero_sorted(eigs, tol):
+    e = np.sort(np.asarray(eigs))
+    return e[np.abs(e) > tol]
+
+
+# ---------------------------------------------------------------------------------------------
+# Compression of the Hessian to its range
+# ---------------------------------------------------------------------------------------------
+
+CASES = [("mlp", {}), ("mlp", {"train_output": False}), ("mlp", {"use_bias": True}), ("resnet", {})]
+
+
+@pytest.mark.parametrize("kind,kw", CASES)
+def test_compressed_hessian_has_the_nonzero_spectrum_of_the_dense_hessian(x64, kind, kw):
+    model, params, x = _net(kind, seed=1, **kw)
+    full = np.asarray(hessian.dense_hessian(_full_fn(model, x), params), dtype=np.float64)
+    comp = dh.compressed_hessian(model, params, x)
+    assert comp.shape == (dh.compressed_dimension(model, params),) * 2
+    assert comp.shape[0] < full.shape[0]
+    scale = np.abs(np.linalg.eigvalsh(full)).max()
+    a = _nonzero_sorted(np.linalg.eigvalsh(0.5 * (full + full.T)), 1e-9 * scale)
+    b = _nonzero_sorted(np.linalg.eigvalsh(comp), 1e-9 * scale)
+    np.testing.assert_allclose(b, a, rtol=1e-9, atol=1e-12 * scale)
+
+
+@pytest.mark.parametrize("kind,kw", CASES)
+def test_handwritten_hvp_equals_autodiff_compressed_hessian(x64, kind, kw):
+    model, params, x = _net(kind, seed=2, **kw)
+    comp = dh.compressed_hessian(model, params, x)
+    bp = dh.base_pass(model, params, x)
+    t = np.random.default_rng(0).standard_normal(comp.shape[0])
+    np.testing.assert_allclose(dh.compressed_hvp(bp, t), comp @ t, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind,kw", CASES)
+def test_frames_and_base_pass_kernel_is_squared_gradient_norm(x64, kind, kw):
+    model, params, x = _net(kind, seed=3, **kw)
+    g = jax.grad(_full_fn(model, x))(params)
+    k = float(tree_norm(g) ** 2)
+    assert float(dh.frames(model, params, x).kernel) == pytest.approx(k, rel=1e-12)
+    assert dh.base_pass(model, params, x).kernel == pytest.approx(k, rel=1e-12)
+    # the layer inputs are those of the model's own forward pass
+    post = model.forward(params, x[None]).post
+    for a, ref in zip(dh.layer_inputs(model, params, x), post[:-1], strict=True):
+        np.testing.assert_allclose(a, ref[0], rtol=1e-12)
+
+
+def test_lift_and_compress_are_adjoint_and_lift_is_an_isometry_on_pz(x64):
+    model, params, x = _net("mlp", seed=4, use_bias=True)
+    fr = dh.frames(model, params, x)
+    spec_y = flat_spec(dh.compressed_zero(model, params))
+    spec_p = flat_spec(params)
+    rng = np.random.default_rng(1)
+    y = spec_y.unravel(jnp.asarray(rng.standard_normal(spec_y.size)))
+    u = spec_p.unravel(jnp.asarray(rng.standard_normal(spec_p.size)))
+    lhs = float(tree_dot(dh.lift(y, model, params, fr), u))
+    rhs = float(tree_dot(y, dh.compress(u, model, params, fr)))
+    assert lhs == pytest.approx(rhs, rel=1e-12)
+    # the gradient lies in the range: compress ∘ lift reproduces its coordinates exactly
+    g = jax.grad(_full_fn(model, x))(params)
+    back = dh.lift(dh.compress(g, model, params, fr), model, params, fr)
+    assert float(tree_norm(tree_sub(back, g))) <= 1e-12 * float(tree_norm(g))
+
+
+def test_compressed_output_at_zero_is_the_network_output(x64):
+    model, params, x = _net("resnet", seed=5)
+    fr = dh.frames(model, params, x)
+    y0 = dh.compressed_zero(model, params)
+    assert float(dh.compressed_output(y0, model, params, x, fr)) == pytest.approx(float(model.apply(params, x[None])[0]))
+
+
+METHODS = ["arpack", "arpack-autodiff", "dense", "lanczos", "full", "full-lanczos"]
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_hessian_norm_methods_match_dense_eigvalsh(x64, method):
+    model, params, x = _net("mlp", seed=6, width=6)
+    ref = hessian.dense_spectral_norm(_full_fn(model, x), params)
+    h = dh.hessian_norm(model, params, x, method=method, tol=1e-10, key=jax.random.key(0))
+    assert h.value == pytest.approx(ref, rel=1e-7)
+    assert h.converged
+    # the eigenvector is a unit eigenvector of the full Hessian
+    u = h.eigenvector
+    assert float(tree_norm(u)) == pytest.approx(1.0, rel=1e-6)
+    hu = hessian.hvp(_full_fn(model, x), params, u)
+    assert float(tree_dot(u, hu)) == pytest.approx(h.eigenvalue, rel=1e-6)
+    if h.kernel is not None:
+        assert h.kernel == pytest.approx(float(tree_norm(jax.grad(_full_fn(model, x))(params)) ** 2), rel=1e-10)
+
+
+def test_hessian_norm_warm_start_and_cnn_fallback(x64):
+    model, params, x = _net("resnet", seed=7)
+    h = dh.hessian_norm(model, params, x, tol=1e-10)
+    warm = dh.hessian_norm(model, params, x, tol=1e-10, start=h.eigenvector)
+    assert warm.value == pytest.approx(h.value, rel=1e-8)
+    cmodel, cparams = conv_net(jax.random.key(1), (2, 3), spatial=(4, 4), dtype=jnp.float64)
+    img = jax.random.normal(jax.random.key(2), (4, 4), jnp.float64)
+    ref = hessian.dense_spectral_norm(lambda p: cmodel.apply(p, img[None])[0], cparams)
+    hc = dh.hessian_norm(cmodel, cparams, img, tol=1e-10)
+    assert hc.method == "arpack-full" and hc.value == pytest.approx(ref, rel=1e-7)
+
+
+def test_hessian_norm_validation():
+    model, params = models.mlp(jax.random.key(0), (4, 4), input_dim=2)
+    with pytest.raises(ValueError, match="method"):
+        dh.hessian_norm(model, params, jnp.ones(2), method="eig")
+    with pytest.raises(ValueError, match="x"):
+        dh.hessian_norm(model, params, jnp.ones(3))
+    with pytest.raises(TypeError, match="model"):
+        dh.frames(object(), params, jnp.ones(2))
+    two, p2 = models.mlp(jax.random.key(0), (4,), input_dim=2, output_dim=2)
+    with pytest.raises(ValueError, match="scalar output"):
+        dh.hessian_norm(two, p2, jnp.ones(2))
+
+
+def test_unit_scale_input_norm():
+    x = dh.unit_scale_input(jax.random.key(0), 7)
+    assert float(jnp.linalg.norm(x)) == pytest.approx(math.sqrt(7), rel=1e-6)
+    with pytest.raises(ValueError, match="d"):
+        dh.unit_scale_input(jax.random.key(0), 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Structured layer norms, bounds
+# ---------------------------------------------------------------------------------------------
+
+
+def test_structured_norms_match_autodiff_tensors_and_norm_221(x64):
+    rows = dh.structured_norms_check(jax.random.key(0), width=5, depth=3, input_dim=3)
+    assert {r["model"] for r in rows} == {"MLP", "ResNet"}
+    for r in rows:
+        assert r["exact"]
+        assert r["formula"] == pytest.approx(r["reference"], rel=1e-9, abs=1e-12), r
+
+
+@pytest.mark.parametrize("kind", ["mlp", "resnet"])
+def test_layer_factors_against_layer_tensors(x64, kind):
+    model, params, x = _net(kind, seed=8, width=6)
+    f = dh.layer_factors(model, params, x)
+    t = dh.layer_tensors(model, params, x, 2)
+    assert f["jw"][1] == pytest.approx(np.linalg.norm(t["jw"], 2), rel=1e-10)
+    assert f["ja"][1] == pytest.approx(np.linalg.norm(t["ja"], 2), rel=1e-10)
+    assert np.isnan(f["ja"][0]) and np.isnan(f["taw"][0])
+    # b_inf is ‖∂f/∂α⁽ˡ⁾‖_∞ by autodiff through the shifts of the layer outputs
+    bp = dh.base_pass(model, params, x)
+    assert f["b_inf"][2] == pytest.approx(np.abs(np.asarray(model.fixed_v if model.fixed_v is not None
+                                                             else params["v"])[:, 0]).max() / math.sqrt(6))
+    np.testing.assert_allclose(f["b_two"], [np.linalg.norm(b) for b in bp.b], rtol=1e-12)
+    with pytest.raises(ValueError, match="layer"):
+        dh.layer_tensors(model, params, x, 4)
+
+
+def test_top_eigenvalue_dense_and_arpack_paths_agree(x64):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((600, 600))
+    ref = np.linalg.norm(a, 2)
+    assert dh._spectral_norm(a) == pytest.approx(ref, rel=1e-10)  # ARPACK path (n > 512)
+    assert dh._spectral_norm(a[:100, :100]) == pytest.approx(np.linalg.norm(a[:100, :100], 2), rel=1e-12)
+
+
+@pytest.mark.parametrize("depth,train", [(2, False), (3, True), (4, True)])
+def test_bounds_dominate_hessian_and_are_ordered(x64, depth, train):
+    model, p0, x = _net("mlp", seed=9, width=6, depth=depth, train_output=train)
+    for p in (p0, point_on_sphere(jax.random.key(3), p0, 3.0)):
+        f = dh.layer_factors(model, p, x)
+        b = dh.hessian_bounds(f, include_v=train)
+        h = hessian.dense_spectral_norm(_full_fn(model, x), p)
+        assert h <= b["blockwise"] * (1 + 1e-10)
+        assert b["blockwise"] <= b["lemma_f1"] * (1 + 1e-12)
+        assert b["lemma_f1"] <= b["theorem_3_1"] * (1 + 1e-12)
+        # the a-priori layer-Jacobian bound (Lemma G.2) dominates the exact norms
+        prior = dh.a_priori_layer_jacobian(model, p0, p)
+        assert np.all(f["ja"][1:] <= prior[1:] * (1 + 1e-12))
+        if depth == 2 and not train:
+            assert dh.eq_17_terms(f)["eq_17"] == pytest.approx(b["lemma_f1"], rel=1e-12)
+
+
+def test_block_bounds_dominate_each_dense_block(x64):
+    model, params, x = _net("mlp", seed=10, width=5, depth=3)
+    f = dh.layer_factors(model, params, x)
+    beta = dh.block_bounds(f, include_v=True)
+    full = np.asarray(hessian.dense_hessian(_full_fn(model, x), params), dtype=np.float64)
+    sizes = [params["layers"][i]["W"].size for i in range(3)] + [params["v"].size]  # leaf order: layers, v
+    edges = np.cumsum([0, *sizes])
+    for i in range(4):
+        for j in range(4):
+            blk = full[edges[i]:edges[i + 1], edges[j]:edges[j + 1]]
+            assert np.linalg.norm(blk, 2) <= beta[i, j] * (1 + 1e-10) + 1e-14
+
+
+def test_theorem_3_1_quantities_closed_form():
+    f = {"jw": np.array([2.0, 1.0]), "ja": np.array([np.nan, 0.5]), "tww": np.array([0.1, 0.2]),
+         "taw": np.array([np.nan, 0.3]), "taa": np.array([np.nan, 0.4]), "b_inf": np.array([0.05, 0.02]),
+         "width": np.array([4.0, 4.0])}
+    q = dh.theorem_3_1_quantities(f)
+    assert q["Q_inf"] == 0.05 and q["Q_L"] == 2.0 and q["L_phi"] == 1.0
+    # candidates: tww 0.1, 0.2; jw1·taw2 = 0.6; jw1·jw1·taa2 = 1.6, jw1·jw2·taa2 = 0.8, jw2 jw2 taa2 = 0.4
+    assert q["Q_221"] == pytest.approx(1.6)
+    assert q["C1"] == 2 * (4 + 2 + 1) and q["C2"] == 2
+    terms = dh.eq_17_terms(f)
+    assert terms["eq_17"] == pytest.approx(4 * 0.4 * 0.02 + 2 * 2 * 0.3 * 0.02 + 0.2 * 0.02 + 0.1 * 0.05)
+    with pytest.raises(ValueError, match="L = 2"):
+        dh.eq_17_terms({k: np.append(v, 1.0) for k, v in f.items()})
+
+
+def test_log_factor_allowance_rate_interval_and_worst_per_network():
+    assert dh.log_factor_allowance([16, 256]) == pytest.approx(math.log(2) / math.log(16))
+    assert dh.log_factor_allowance([16, 256], power=0.5) == pytest.approx(0.5 * math.log(2) / math.log(16))
+    with pytest.raises(ValueError, match="widths"):
+        dh.log_factor_allowance([16, 16])
+
+    class Fit:
+        stderr = 0.01
+
+    lo, hi = dh.rate_interval(Fit(), -0.5, [16, 256])
+    assert hi - (-0.5) == pytest.approx(math.log(2) / math.log(16) + 0.02)
+    assert lo + hi == pytest.approx(-1.0)
+    rows = {"depth": np.array([2, 2, 2, 3]), "width": np.array([8, 8, 16, 8]), "seed": np.zeros(4),
+            "hessian": np.array([1.0, 3.0, 2.0, 5.0])}
+    w = dh.worst_per_network(rows, ["hessian"])
+    assert sorted(w["hessian"].tolist()) == [2.0, 3.0, 5.0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Ascent in the ball, projection, gradient descent
+# ---------------------------------------------------------------------------------------------
+
+
+def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
+    model, params, x = _net("mlp", seed=11, width=4)
+    spec = flat_spec(params)
+    rng = np.random.default_rng(2)
+    u = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
+    d = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
+    fn = _full_fn(model, x)
+    value, grad = dh.eigenvalue_gradient(model, params, x, u)
+    assert value == pytest.approx(float(tree_dot(u, hessian.hvp(fn, params, u))), rel=1e-12)
+    eps = 1e-5
+
+    @jax.jit
+    def rq_jit(p):
+        return tree_dot(u, jax.jvp(jax.grad(fn), (p,), (u,))[1])
+
+    def rq(p):
+        return float(rq_jit(p))
+
+    fd = (rq(jax.tree_util.tree_map(lambda a, b: a + eps * b, params, d))
+          - rq(jax.tree_util.tree_map(lambda a, b: a - eps * b, params, d))) / (2 * eps)
+    assert float(tree_dot(grad, d)) == pytest.approx(fd, rel=1e-6)
+
+
+def test_project_to_ball(x64):
+    _, params, _ = _net("mlp", seed=12, width=4)
+    far = point_on_sphere(jax.random.key(0), params, 5.0)
+    proj = dh.project_to_ball(far, params, 2.0)
+    assert float(tree_norm(tree_sub(proj, params))) == pytest.approx(2.0, rel=1e-12)
+    # the projection is along the ray: proj − W0 = (2/5)(far − W0)
+    diff = tree_sub(tree_sub(proj, params), jax.tree_util.tree_map(lambda a: 0.4 * a, tree_sub(far, params)))
+    assert float(tree_norm(diff)) <= 1e-12
+    inside = point_on_sphere(jax.random.key(1), params, 1.0)
+    assert float(tree_norm(tree_sub(dh.project_to_ball(inside, params, 2.0), inside))) == 0.0
+    with pytest.raises(ValueError, match="radius"):
+        dh.project_to_ball(far, params, -1.0)
+
+
+def test_ascend_hessian_norm_increases_within_the_ball(x64):
+    model, params, x = _net("mlp", seed=13, width=6)
+    res = dh.ascend_hessian_norm(model, params, x, 2.0, steps=3, tol=1e-10)
+    assert res["distance"] <= 2.0 * (1 + 1e-12)
+    assert res["value"] >= res["start_value"]
+    assert all(b > a for a, b in zip([res["start_value"], *res["history"]], res["history"], strict=False))
+    ref = hessian.dense_spectral_norm(_full_fn(model, x), res["params"])
+    assert res["value"] == pytest.approx(ref, rel=1e-7)
+    assert res["evaluations"] >= 1 + len(res["history"])
+
+
+def test_gd_checkpoints_match_a_plain_loop(x64):
+    model, params, _ = _net("mlp", seed=14, width=4, d=2)
+    xs = jax.random.normal(jax.random.key(1), (5, 2), jnp.float64)
+    ys = jnp.sin(xs[:, 0])
+    lr = 0.3
+    out = dh.gd_checkpoints(model, params, xs, ys, lr=lr, steps=6, checkpoints=3)
+
+    def loss(p):
+        return 0.5 * jnp.mean((model.apply(p, xs) - ys) ** 2)
+
+    step = jax.jit(lambda p: jax.tree_util.tree_map(lambda a, g: a - lr * g, p, jax.grad(loss)(p)))
+    p, losses = params, []
+    for _ in range(6):
+        losses.append(float(loss(p)))
+        p = step(p)
+    np.testing.assert_allclose(out["losses"], losses, rtol=1e-12)
+    assert out["times"] == [2, 4, 6] and len(out["points"]) == 3
+    assert float(tree_norm(tree_sub(out["points"][-1], p))) <= 1e-12
+    assert out["distances"][-1] == pytest.approx(float(tree_norm(tree_sub(p, params))), rel=1e-12)
+    assert out["final_loss"] == pytest.approx(float(loss(p)), rel=1e-12)
+    with pytest.raises(ValueError, match="multiple"):
+        dh.gd_checkpoints(model, params, xs, ys, lr=lr, steps=5, checkpoints=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's sweeps at tiny sizes (they run, have the documented columns, and their invariants hold)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_compression_check_and_small_sweeps():
+    rows = dh.compression_check({"input_dim": 3, "depth": 2, "small_width": 4, "small_models": ("ResNet",),
+                                 "large_width": 16, "reference_method": "full", "tol": 1e-6},
+                                jax.random.key(0))
+    for r in rows[:-1]:
+        assert r["compressed"] == pytest.approx(r["reference"], rel=1e-9)
+    assert rows[-1]["compressed"] == pytest.approx(rows[-1]["reference"], rel=1e-4)
+    p31 = dh.proposition_3_1({"widths": (8,), "seeds": 1, "input_dim": 3, "activation": "tanh"}, jax.random.key(1))
+    assert np.all(p31["hessian"] <= p31["blockwise"] * (1 + 1e-5))
+    assert np.all(p31["blockwise"] <= p31["eq_17"] * (1 + 1e-9))
+
+
+def test_theorem_3_1_sweep_rows():
+    t31 = dh.theorem_3_1({"depths": (2,), "widths": (8,), "seeds": 1, "radii": (1.0,), "sphere_points": 1,
+                          "input_dim": 3, "activation": "tanh", "tol": 1e-6}, jax.random.key(2))
+    assert t31["radius"].tolist() == [0.0, 1.0]
+    assert np.all(t31["hessian"] <= t31["blockwise"] * (1 + 1e-5))
+
+
+# ---------------------------------------------------------------------------------------------
+# deep_hessian_ball
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("kind,kw", [("mlp", {}), ("mlp", {"use_bias": True, "train_output": False}),
+                                     ("resnet", {})])
+def test_kernel_matrix_equals_jacobian_gram(x64, kind, kw):
+    model, params, _ = _net(kind, seed=15, **kw)
+    xs = jax.random.normal(jax.random.key(3), (4, 3), jnp.float64)
+    jac = reference_jacobian(model.apply, params, xs)
+    np.testing.assert_allclose(db.kernel_matrix(model, params, xs), jac @ jac.T, rtol=1e-11, atol=1e-13)
+
+
+BALL = dict(depth=2, widths=(8, 16), seeds=1, radii=(0.5, 2.0), sphere_points=1, ascent_steps=1, num_train=4,
+            gd_steps=4, gd_checkpoints=2, input_dim=3, activation="tanh", tol=1e-6)
+
+
+def test_ball_sweep_and_table():
+    rows = db.ball_sweep(BALL, jax.random.key(0))
+    assert [r["width"] for r in rows] == [8, 16]
+    tab = db.ball_table(rows)
+    for r in BALL["radii"]:
+        ball = tab[f"ball_max[{r:g}]"]
+        assert np.all(ball >= tab["h0"]) and np.all(ball >= tab[f"sphere_max[{r:g}]"])
+        assert np.all(ball >= tab[f"ascent[{r:g}]"])
+        assert np.all(tab[f"ascent_distance[{r:g}]"] <= r * (1 + 1e-5))
+    # nested balls: the ascent in the larger ball starts at the maximizer of the smaller one
+    assert np.all(tab["ascent[2]"] >= tab["ascent[0.5]"] * (1 - 1e-5))
+    assert np.all(tab["gd_loss_ratio"] < 1)  # lr = n/λ_max(K): the loss decreases
+    with pytest.raises(ValueError, match="radii"):
+        db.ball_sweep({**BALL, "widths": (8,), "radii": (2.0, 1.0)}, jax.random.key(0))
+
+
+def test_ball_table_on_synthetic_rows():
+    row = {"radii": [1.0], "width": 8, "seed": 0, "h0": 1.0, "k0": 2.0, "gd_hessian": [1.5, 4.0],
+           "gd_distance": [0.5, 3.0], "gd_max_distance": 3.0, "gd_loss": [1.0, 0.25], "gd_kernel": [2.2, 1.8],
+           "ascent_kernel": [3.0], "sphere": [[1.2]], "ascent": [1.4], "ascent_distance": [1.0]}
+    tab = db.ball_table([row])
+    assert tab["ball_max[1]"][0] == 1.5  # the GD point at distance 3 is outside the ball of radius 1
+    assert tab["gd_max"][0] == 4.0 and tab["gd_loss_ratio"][0] == 0.25
+    assert tab["k_max_rel_change"][0] == pytest.approx(0.5)
+    assert tab["k_min"][0] == 1.8
+
+
+def test_min_width_sweep_rows():
+    out = db.min_width_sweep(dict(depth=2, base=16, narrow=(4, 8), seeds=1, input_dim=3, activation="tanh",
+                                  tol=1e-6), jax.random.key(0))
+    assert out["layer"].tolist() == [0, 0, 1, 1, 2, 2]
+    assert out["min_width"].tolist() == [4, 8] * 3
+    assert np.all(out["hessian"] > 0) and np.all(out["kernel"] > 0)
+
+
+def test_digit_image_standardized():
+    img = db.digit_image(3)
+    assert img.shape == (8, 8) and img.dtype == np.float32
+    assert abs(float(img.mean())) < 1e-6 and float(img.std()) == pytest.approx(1.0, rel=1e-5)
+    with pytest.raises(ValueError, match="index"):
+        db.digit_image(-1)
+
+
+def test_architecture_and_activation_sweeps():
+    arch = db.architecture_sweep(dict(cnn_widths=(2,), cnn_depth=1, resnet_widths=(8,), resnet_depth=2, seeds=1,
+                                      radius=1.0, image=0, input_dim=3, tol=1e-6), jax.random.key(0))
+    assert arch["architecture"].tolist() == ["cnn", "resnet"]
+    assert arch["params"].tolist() == [9 * 2 + 64 * 2, 8 * 3 + 64 + 8]
+    assert np.isnan(arch["kernel"][0]) and arch["kernel"][1] > 0
+    act = db.activation_sweep(dict(activations=("tanh", "softplus"), widths=(8,), depth=2, seeds=1, radius=1.0,
+                                   ascent_steps=1, input_dim=3, tol=1e-6, factor_max_width=8), jax.random.key(0))
+    assert np.all(act["ascent"] >= act["h0"] * (1 - 1e-6)) and np.all(act["L_phi"] > 0)
+
+
+def test_segment_defect_smooth_vs_relu(x64):
+    model, p0, x = _net("mlp", seed=16, width=8)
+    p1 = point_on_sphere(jax.random.key(0), p0, 2.0)
+    smooth = db.segment_defect(model, p0, p1, x, nodes=24)
+    assert smooth["defect"] < 1e-8  # Gauss–Legendre on an analytic integrand
+    g0 = jax.grad(_full_fn(model, x))(p0)
+    g1 = jax.grad(_full_fn(model, x))(p1)
+    assert smooth["gradient_change"] == pytest.approx(float(tree_norm(tree_sub(g1, g0))), rel=1e-10)
+    k0, k1 = float(tree_norm(g0) ** 2), float(tree_norm(g1) ** 2)
+    assert smooth["kernel_change"] == pytest.approx(abs(k1 - k0) / k0, rel=1e-10)
+    rmodel, rp0, _ = _net("mlp", seed=16, width=8, activation="relu")
+    rp1 = point_on_sphere(jax.random.key(0), rp0, 2.0)
+    assert db.segment_defect(rmodel, rp0, rp1, x, nodes=24)["defect"] > 0.05
+
+
+def test_relu_versus_smooth_rows():
+    out = db.relu_versus_smooth(dict(activations=("tanh", "relu"), widths=(8,), depth=2, seeds=1, radius=2.0,
+                                     nodes=4, input_dim=3, tol=1e-6), jax.random.key(1))
+    assert out["activation"].tolist() == ["tanh", "relu"]
+    assert out["defect"][1] > out["defect"][0]
+
+
+def test_slope_of_exact_power_law():
+    m = np.array([16.0, 64.0, 256.0])
+    assert db.slope(m, 3.0 * m**-0.5).slope == pytest.approx(-0.5, abs=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------
+# Models: CNN (Eq. 73–76) and ResNet (Eq. 80) against NumPy forward passes
+# ---------------------------------------------------------------------------------------------
+
+
+def _numpy_conv(a, w):
+    """'same' convolution (cross-correlation) of (n, H, W, c) images with (kh, kw, c, o) filters / √(K c)."""
+    kh, kw, c, o = w.shape
+    n, hh, ww, _ = a.shape
+    pad = np.zeros((n, hh + kh - 1, ww + kw - 1, c))
+    pad[:, kh // 2:kh // 2 + hh, kw // 2:kw // 2 + ww] = a
+    out = np.zeros((n, hh, ww, o))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,co->nhwo", pad[:, i:i + hh, j:j + ww], w[i, j])
+    return out / math.sqrt(kh * kw * c)
+
+
+def test_conv_net_matches_numpy(x64):
+    model, params = conv_net(jax.random.key(0), (3, 4), spatial=(5, 6), kernel_size=(3, 1), input_channels=2,
+                             dtype=jnp.float64)
+    x = np.asarray(jax.random.normal(jax.random.key(1), (2, 5, 6, 2), jnp.float64))
+    a = x
+    for layer in params["layers"]:
+        a = np.tanh(_numpy_conv(a, np.asarray(layer["W"])))
+    flat = a.reshape(2, -1)
+    ref = flat @ np.asarray(params["v"])[:, 0] / math.sqrt(flat.shape[1])
+    np.testing.assert_allclose(model.apply(params, x), ref, rtol=1e-12)
+    np.testing.assert_allclose(conv(jnp.asarray(x), params["layers"][0]["W"]),
+                               _numpy_conv(x, np.asarray(params["layers"][0]["W"])), rtol=1e-12)
+    assert model.pixels == 30 and model.depth == 2
+    # one input channel: (n, H, W) inputs are accepted
+    m1, p1 = conv_net(jax.random.key(0), 2, spatial=(4,), dtype=jnp.float64)
+    assert m1.apply(p1, np.ones((3, 4))).shape == (3,)
+
+
+def test_conv_net_validation():
+    with pytest.raises(ValueError, match="odd"):
+        conv_net(jax.random.key(0), 2, kernel_size=2)
+    with pytest.raises(ValueError, match="kernel_size"):
+        conv_net(jax.random.key(0), 2, spatial=(4, 4), kernel_size=(3,))
+    model, params = conv_net(jax.random.key(0), 2, spatial=(4, 4))
+    with pytest.raises(ValueError, match="x"):
+        model.apply(params, np.ones((1, 5, 4)))
+    fixed, pf = conv_net(jax.random.key(0), 2, spatial=(4, 4), train_output=False)
+    assert "v" not in pf and fixed.fixed_v.shape == (32, 1)
+
+
+def test_resnet_matches_numpy(x64):
+    model, params = resnet(jax.random.key(0), 5, 3, input_dim=2, dtype=jnp.float64)
+    x = np.asarray(jax.random.normal(jax.random.key(1), (4, 2), jnp.float64))
+    ws = [np.asarray(layer["W"]) for layer in params["layers"]]
+    a = np.tanh(x @ ws[0].T / math.sqrt(2))
+    for w in ws[1:]:
+        a = np.tanh(a @ w.T / math.sqrt(5)) + a
+    ref = a @ np.asarray(params["v"])[:, 0] / math.sqrt(5)
+    np.testing.assert_allclose(model.apply(params, x), ref, rtol=1e-12)
+    assert model.width == 5 and model.depth == 3 and model.widths == (5, 5, 5)
+    with pytest.raises(ValueError, match="width"):
+        resnet(jax.random.key(0), 0, 2)

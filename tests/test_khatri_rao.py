@@ -1,0 +1,165 @@
+"""Khatri–Rao products (ntkbook.khatri_rao), sphere data (ntkbook.data.sphere) and the Chapter 8
+experiments that build on them (ntkbook.experiments.khatri_rao)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import jax
+import numpy as np
+import pytest
+
+from ntkbook import khatri_rao as kr
+from ntkbook.data import sphere
+from ntkbook.experiments import khatri_rao as ek
+
+
+def unit_rows(rng, n, d):
+    x = rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_khatri_rao_is_the_row_wise_kronecker_product():
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal((5, 3)), rng.standard_normal((5, 4))
+    expected = np.stack([np.kron(a[i], b[i]) for i in range(5)])
+    np.testing.assert_allclose(kr.khatri_rao(a, b), expected, rtol=0, atol=0)
+
+
+def test_gram_of_khatri_rao_is_hadamard_product_of_grams():
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((7, 3)), rng.standard_normal((7, 5))
+    ab = kr.khatri_rao(a, b)
+    np.testing.assert_allclose(ab @ ab.T, (a @ a.T) * (b @ b.T), rtol=1e-13, atol=1e-13)
+
+
+@pytest.mark.parametrize("r", [0, 1, 2, 3])
+def test_r_way_power_gram_is_hadamard_power(r):
+    x = unit_rows(np.random.default_rng(2), 6, 3)
+    xr = kr.khatri_rao_power(x, r)
+    assert xr.shape == (6, 3**r)
+    np.testing.assert_allclose(xr @ xr.T, kr.hadamard_gram(x, r), rtol=1e-13, atol=1e-13)
+    if r == 0:
+        np.testing.assert_array_equal(xr, np.ones((6, 1)))
+
+
+@pytest.mark.parametrize(("n", "d", "r"), [(5, 3, 2), (8, 3, 3), (4, 4, 2)])
+def test_sigma_min_by_gram_matches_svd(n, d, r):
+    x = unit_rows(np.random.default_rng(3), n, d)
+    s = np.linalg.svd(kr.khatri_rao_power(x, r), compute_uv=False)
+    assert kr.sigma_min_power(x, r) == pytest.approx(s[n - 1], rel=1e-9)
+
+
+def test_rank_of_khatri_rao_square_is_symmetric_dimension():
+    d = 4
+    x = unit_rows(np.random.default_rng(4), 20, d)
+    rank = np.linalg.matrix_rank(kr.khatri_rao_power(x, 2))
+    assert rank == kr.symmetric_dimension(d, 2) == d * (d + 1) // 2
+    assert kr.sigma_min_khatri_rao(x) < 1e-6  # n = 20 > 10 = d(d+1)/2: rank deficient
+    assert kr.symmetric_dimension(3, 3) == math.comb(5, 3)
+
+
+def test_kappa_and_summary():
+    x = unit_rows(np.random.default_rng(5), 8, 6)
+    s = kr.sigma_min_khatri_rao(x)
+    assert kr.kappa(x) == pytest.approx(math.sqrt(6 / 8) * np.linalg.norm(x, 2) / s**2, rel=1e-9)
+    summary = kr.data_summary(x)
+    assert summary["sigma_min_2"] == pytest.approx(s, rel=1e-9)
+    assert summary["separation"] == pytest.approx(sphere.separation(x), rel=1e-6)
+    dup = x.copy()
+    dup[1] = dup[0]
+    assert kr.kappa(dup) == math.inf
+
+
+def test_marchenko_pastur_edge():
+    assert kr.marchenko_pastur_edge(55, 10) == 0.0
+    assert kr.marchenko_pastur_edge(100, 10) == 0.0
+    values = [kr.marchenko_pastur_edge(n, 20) for n in (10, 50, 100, 200)]
+    assert all(a > b for a, b in itertools.pairwise(values))
+    assert values[1] == pytest.approx((1 - math.sqrt(50 / 210)) ** 2)
+
+
+def test_validation():
+    with pytest.raises(ValueError, match="same number of rows"):
+        kr.khatri_rao(np.ones((3, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="dimensions"):
+        kr.hadamard_gram(np.ones(3))
+    with pytest.raises(ValueError, match="r must be"):
+        kr.sigma_min_power(np.ones((2, 2)), -1)
+    with pytest.raises(TypeError, match="floating"):
+        kr.khatri_rao(np.ones((2, 2), int), np.ones((2, 2)))
+    with pytest.raises(ValueError, match="hadamard_gram"):
+        kr.khatri_rao_power(np.ones((100, 50)), 4)
+
+
+# --------------------------------------------------------------------------------------------- sphere
+
+
+def test_uniform_sphere_has_unit_rows_and_zero_mean():
+    x = np.asarray(sphere.uniform_sphere(jax.random.key(0), 4000, 3))
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-5)
+    assert np.abs(x.mean(axis=0)).max() < 4 / math.sqrt(3 * 4000)  # E x = 0, sd of a coordinate 1/√3
+    np.testing.assert_allclose(x.T @ x / 4000, np.eye(3) / 3, atol=0.03)  # E xxᵀ = I/d
+
+
+def test_near_duplicate_angle_and_antipodal():
+    with jax.enable_x64(True):
+        x = sphere.uniform_sphere(jax.random.key(1), 5, 4, dtype=jax.numpy.float64)
+        for eps in (1e-3, 0.5):
+            y = np.asarray(sphere.with_near_duplicate(x, eps, jax.random.key(2)))
+            assert np.linalg.norm(y[1]) == pytest.approx(1.0)
+            assert math.acos(np.clip(y[0] @ y[1], -1, 1)) == pytest.approx(math.atan(eps), rel=1e-6)
+            z = np.asarray(sphere.with_near_duplicate(x, eps, jax.random.key(2), antipodal=True))
+            np.testing.assert_allclose(z[1], -y[1])
+        np.testing.assert_array_equal(np.asarray(sphere.with_duplicate(x))[1], np.asarray(x)[0])
+
+
+def test_separation_matches_brute_force():
+    x = unit_rows(np.random.default_rng(6), 7, 3)
+    brute = min(min(np.linalg.norm(x[i] - x[j]), np.linalg.norm(x[i] + x[j]))
+                for i in range(7) for j in range(7) if i != j)
+    assert sphere.separation(x) == pytest.approx(brute, rel=1e-6)
+
+
+def test_sphere_validation():
+    with pytest.raises(ValueError, match="n must be"):
+        sphere.uniform_sphere(jax.random.key(0), 0, 3)
+    with pytest.raises(ValueError, match="zero row"):
+        sphere.normalize_rows(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="different rows"):
+        sphere.with_duplicate(np.ones((3, 2), np.float32), 1, 1)
+
+
+# --------------------------------------------------------------------------------------------- experiments
+
+
+def test_identity_errors_are_rounding_level():
+    rows = ek.identity_errors({"shapes": [(6, 3)], "orders": (1, 2, 3)}, jax.random.key(0))
+    assert max(r["relative"] for r in rows) < 1e-14
+    for r in rows[1:]:
+        assert r["σ_min Gram"] == pytest.approx(r["σ_min SVD"], abs=1e-8)
+
+
+def test_sphere_regimes_rank_and_norm_facts():
+    out = ek.sphere_regimes({"ds": (6,), "fractions": (0.3, 1.5), "seeds": 2}, jax.random.key(0))
+    above = out["n"] > out["D"]
+    assert above.any() and np.all(np.abs(out["lambda_min_raw"][above]) < 1e-12)
+    assert np.all(out["norm"] ** 2 >= out["n"] / out["d"] * (1 - 1e-12))  # tr XᵀX = n
+
+
+def test_degenerate_data_limits():
+    out = ek.degenerate_data({"n": 10, "d": 6, "epsilons": (1e-3, 1e-2)}, jax.random.key(0))
+    assert np.all(out["near"]["sigma"] <= out["near"]["sin_theta"] * (1 + 1e-6))
+    assert abs(out["near_exact"]["lam"]) <= 10 * out["near_exact"]["tol_sigma"]
+    assert out["antipodal_exact"]["lam"] > 1e-3  # softplus: antipodal points stay distinguishable
+    assert out["antipodal_exact"]["sigma"] <= 1e-6
+
+
+def test_schur_pairs_satisfy_lemma_6_5():
+    out = ek.schur_pairs({"n": 6, "pairs": 10}, jax.random.key(0))
+    scale = np.maximum(np.abs(out["upper"]), 1.0)
+    assert np.all(out["lmin_AB"] >= out["lower"] - 1e-10 * scale)
+    assert np.all(out["lmax_AB"] <= out["upper"] + 1e-10 * scale)
+    tight = out["kind"] != "random"
+    np.testing.assert_allclose(out["lmax_AB"][tight], out["upper"][tight], rtol=1e-10, atol=1e-12)

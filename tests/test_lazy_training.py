@@ -1,0 +1,240 @@
+"""Chapter 4: LeCun parameterization of the dense models, and ntkbook.experiments.lazy_training."""
+
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from conftest import numpy_mlp, reference_jacobian
+from ntkbook.experiments import lazy_training as lt
+from ntkbook.fitting import power_law_fit
+from ntkbook.hessian import dense_spectral_norm
+from ntkbook.kernels import empirical_ntk
+from ntkbook.models.dense import MLP, LeCunMLP, LeCunShallowNetwork, ShallowNetwork, mlp, shallow_network
+
+# ---------------------------------------------------------------------------------------------
+# dense.py: parameterization="lecun"
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lecun_mlp_has_no_fan_in_factors(x64):
+    model, params = mlp(jax.random.key(0), (7, 5), input_dim=3, activation="tanh", dtype=jnp.float64,
+                        parameterization="lecun")
+    assert isinstance(model, LeCunMLP) and not isinstance(model, MLP)
+    x = jax.random.normal(jax.random.key(1), (4, 3), jnp.float64)
+    a = np.asarray(x)
+    for layer in params["layers"]:
+        a = np.tanh(a @ np.asarray(layer["W"]).T)  # no 1/√fan-in
+    np.testing.assert_allclose(model.apply(params, x), a @ np.asarray(params["v"])[:, 0], rtol=1e-12)
+
+
+def test_lecun_and_ntk_same_function_same_key(x64):
+    """Same key → the same standard normals, rescaled by 1/√fan-in: the same function (Eq. 35)."""
+    x = jax.random.normal(jax.random.key(2), (5, 2), jnp.float64)
+    m_ntk, p_ntk = mlp(jax.random.key(3), (6, 4), input_dim=2, dtype=jnp.float64)
+    m_lec, p_lec = mlp(jax.random.key(3), (6, 4), input_dim=2, dtype=jnp.float64, parameterization="lecun")
+    np.testing.assert_allclose(m_lec.apply(p_lec, x), m_ntk.apply(p_ntk, x), rtol=1e-12)
+    np.testing.assert_allclose(p_lec["layers"][1]["W"], p_ntk["layers"][1]["W"] / math.sqrt(6), rtol=1e-15)
+    np.testing.assert_allclose(p_lec["v"], p_ntk["v"] / 2.0, rtol=1e-15)
+    s_ntk, q_ntk = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64)
+    s_lec, q_lec = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64, parameterization="lecun")
+    assert isinstance(s_lec, LeCunShallowNetwork) and not isinstance(s_lec, ShallowNetwork)
+    np.testing.assert_allclose(s_lec.apply(q_lec, x), s_ntk.apply(q_ntk, x), rtol=1e-12)
+    np.testing.assert_allclose(np.abs(s_lec.v), 1 / 3.0, rtol=1e-15)
+
+
+def test_lecun_init_variance():
+    _, params = mlp(jax.random.key(5), (400, 300), input_dim=2, parameterization="lecun")
+    w2 = np.asarray(params["layers"][1]["W"])
+    assert abs(w2.var() * 400 - 1) < 0.02  # N(0, 1/fan_in), 120 000 samples: sd of the estimate ≈ 0.004
+
+
+def test_lecun_kernel_methods_agree_and_match_reference(x64):
+    """empirical_ntk must not treat a LeCun model as an NTK-parameterized one."""
+    model, params = mlp(jax.random.key(6), (8, 5), input_dim=3, dtype=jnp.float64, parameterization="lecun")
+    x = jax.random.normal(jax.random.key(7), (4, 3), jnp.float64)
+    jac = reference_jacobian(model.apply, params, x)
+    for method in ("auto", "jacobian", "ntvp"):
+        np.testing.assert_allclose(empirical_ntk(model.apply, params, x, method=method), jac @ jac.T, rtol=1e-10)
+
+
+def test_ntk_default_unchanged(x64):
+    model, params = mlp(jax.random.key(8), (6, 5), input_dim=3, dtype=jnp.float64)
+    assert type(model) is MLP and model.parameterization == "ntk"
+    x = jax.random.normal(jax.random.key(9), (4, 3), jnp.float64)
+    np.testing.assert_allclose(model.apply(params, x), numpy_mlp(params, x, np.tanh), rtol=1e-12)
+
+
+def test_parameterization_validation():
+    with pytest.raises(ValueError, match="unknown parameterization 'mup'"):
+        mlp(jax.random.key(0), 4, parameterization="mup")
+    with pytest.raises(ValueError, match="parameterization"):
+        shallow_network(jax.random.key(0), 4, parameterization="standard")
+
+
+# ---------------------------------------------------------------------------------------------
+# lazy_training
+# ---------------------------------------------------------------------------------------------
+
+
+def test_circle_data():
+    x, y = lt.circle_data(6, radius=2.0)
+    assert x.shape == (6, 2) and y.shape == (6,)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 2.0, rtol=1e-6)
+    theta = np.arctan2(x[:, 1], x[:, 0])
+    assert theta.min() >= -1e-6 and theta.max() < np.pi  # no antipodal pair
+    np.testing.assert_allclose(y, np.cos(2 * theta), atol=1e-6)
+    with pytest.raises(ValueError, match="num_inputs"):
+        lt.circle_data(0)
+
+
+def test_gd_run_matches_closed_form_for_linear_model(x64):
+    """For f(w) = Xw, GD on ½‖Xw − y‖² is w_{t+1} = w_t − ηXᵀ(Xw_t − y)."""
+    rng = np.random.default_rng(0)
+    a = rng.normal(size=(5, 3))
+    y = rng.normal(size=5)
+    w = np.zeros(3)
+    eta, steps = 0.05, 30
+    losses, l1 = [], 0.0
+    for _ in range(steps):
+        r = a @ w - y
+        losses.append(0.5 * r @ r)
+        l1 += np.abs(r).sum()
+        w = w - eta * a.T @ r
+    losses.append(0.5 * np.sum((a @ w - y) ** 2))
+    run = lt.gd_run(lambda p, x: x @ p["w"], {"w": jnp.zeros(3)}, jnp.asarray(a), jnp.asarray(y), eta, steps,
+                    track=lambda p: {"norm": jnp.linalg.norm(p["w"])})
+    np.testing.assert_allclose(run["params"]["w"], w, rtol=1e-12)
+    np.testing.assert_allclose(run["loss"], losses, rtol=1e-12)
+    np.testing.assert_allclose(run["residual_l1"], l1, rtol=1e-12)
+    assert run["track"]["norm"].shape == (steps + 1,)
+    np.testing.assert_allclose(run["track"]["norm"][-1], np.linalg.norm(w), rtol=1e-12)
+
+
+def test_kernel_matrix_and_relative_change(x64):
+    model, params = mlp(jax.random.key(1), 7, input_dim=2, dtype=jnp.float64)
+    x, _ = lt.circle_data(4, dtype=jnp.float64)
+    jac = reference_jacobian(model.apply, params, x)
+    np.testing.assert_allclose(lt.kernel_matrix(model.apply, params, x), jac @ jac.T, rtol=1e-12)
+    k = jnp.eye(3)
+    np.testing.assert_allclose(lt.relative_kernel_change(2 * k, k), 1.0)
+
+
+def test_shallow_hessian_norm_against_dense(x64):
+    from ntkbook.hessian import dense_spectral_norm
+
+    model, params = shallow_network(jax.random.key(2), 11, input_dim=2, dtype=jnp.float64)
+    x, _ = lt.circle_data(3, dtype=jnp.float64)
+    closed = lt.shallow_hessian_norm(model, params, x)
+    for i in range(3):
+        dense = dense_spectral_norm(lambda p, xi=x[i]: model.apply(p, xi[None])[0], params)
+        np.testing.assert_allclose(closed[i], dense, rtol=1e-10)
+
+
+def test_segment_gradient_sup_is_an_upper_bound(x64):
+    model, p0 = shallow_network(jax.random.key(3), 50, input_dim=2, dtype=jnp.float64)
+    p1 = {"w": p0["w"] + 0.8 * jax.random.normal(jax.random.key(4), p0["w"].shape, jnp.float64)}
+    x, _ = lt.circle_data(3, dtype=jnp.float64)
+    bound = np.asarray(lt.segment_gradient_sup(model, p0, p1, x, points=9))
+    ts = np.linspace(0, 1, 2001)
+    for i in range(3):
+        g = jax.vmap(lambda t, xi=x[i]: jnp.linalg.norm(jax.grad(lambda p: model.apply(p, xi[None])[0])(
+            {"w": p0["w"] + t * (p1["w"] - p0["w"])})["w"]))(jnp.asarray(ts))
+        fine = float(jnp.max(g))
+        assert fine <= bound[i] * (1 + 1e-12)
+        assert bound[i] <= 1.5 * fine  # not absurdly loose with 9 grid points
+    with pytest.raises(ValueError, match="points"):
+        lt.segment_gradient_sup(model, p0, p1, x, points=1)
+
+
+def test_weight_change_sweep_small():
+    cfg = dict(widths=(32, 128), seeds=2, num_inputs=6, radius=3.0, steps=200, lr_factor=1.0, segment_points=17)
+    r = lt.weight_change_sweep(cfg, jax.random.key(0))
+    assert set(lt.WEIGHT_CHANGE_FIELDS) <= set(r) and r["width"].shape == (4,)
+    assert np.all(r["eq2_bound"] <= r["dist2"] * (1 + 1e-5))
+    assert np.all(r["eq2_bound_global"] <= r["eq2_bound"] * (1 + 1e-5))  # the segment sup is the smaller one
+    assert np.all(r["dist_inf"] <= r["dist_inf_bound"] * (1 + 1e-5))
+    np.testing.assert_allclose(r["kappa"], r["A"] * r["B"], rtol=1e-6)
+    assert r["max_residual"].max() < 0.2  # 200 steps at m = 32: not fully converged, the bound accounts for it
+
+
+def test_centered_and_label_rescaling(x64):
+    model, p0 = shallow_network(jax.random.key(5), 8, input_dim=2, dtype=jnp.float64)
+    x, _ = lt.circle_data(4, dtype=jnp.float64)
+    f = lt.centered(model.apply, p0, 4.0)
+    np.testing.assert_allclose(f(p0, x), 0.0, atol=1e-15)
+    g = jax.grad(lambda p: f(p, x[:1])[0])(p0)["w"]
+    g0 = jax.grad(lambda p: model.apply(p, x[:1])[0])(p0)["w"]
+    np.testing.assert_allclose(g, 4.0 * g0, rtol=1e-14)
+    res = lt.rescaling_equals_label_rescaling(jax.random.key(6), width=16, alpha=8.0, steps=50)
+    assert res["relative_param_difference"] <= 1e-13 and res["distance_travelled"] > 0
+
+
+def test_rescaled_model_sweep_small():
+    cfg = dict(width=16, alphas=(1.0, 4.0), seeds=2, num_inputs=6, radius=3.0, steps=100, lr_factor=1.0)
+    r = lt.rescaled_model_sweep(cfg, jax.random.key(1))
+    _, y = lt.circle_data(6)
+    np.testing.assert_allclose(r["A"], float(np.linalg.norm(y)) / r["alpha"], rtol=1e-6)
+    np.testing.assert_allclose(r["kappa_direct"], r["kappa"], rtol=1e-5)
+    np.testing.assert_allclose(r["B_direct"] * r["alpha"], r["B"], rtol=1e-5)
+
+
+def test_to_lecun_and_identities():
+    model, params = mlp(jax.random.key(2), (5, 4), input_dim=3)
+    lecun, lp = lt.to_lecun(model, params)
+    x = jax.random.normal(jax.random.key(3), (2, 3))
+    np.testing.assert_allclose(lecun.apply(lp, x), model.apply(params, x), rtol=1e-5)
+    assert lt.layer_scales(model) == pytest.approx([1 / math.sqrt(3), 1 / math.sqrt(5), 1 / 2])
+    with pytest.raises(TypeError, match="to_lecun"):
+        lt.to_lecun(lecun, lp)
+    ident = lt.parameterization_identities(jax.random.key(4), widths=(4, 3), input_dim=2)
+    for k in ("gradient_rel_error", "hessian_rel_error", "kernel_rel_error", "ratio_rel_error"):
+        assert ident[k] <= 1e-12, k
+
+
+def test_parameterization_sweep_small():
+    cfg = dict(widths=(16, 32), seeds=1, num_inputs=6, radius=3.0, steps=50, lr_factor=1.5, lanczos_steps=20)
+    r = lt.parameterization_sweep(cfg, jax.random.key(5))
+    assert list(r) == list(lt.PARAMETERIZATION_FIELDS) and r["width"].shape == (4,)
+    ntk, lec = r["parameterization"] == "ntk", r["parameterization"] == "lecun"
+    assert np.all(r["kernel_norm"][lec] > 5 * r["kernel_norm"][ntk])  # K̄ ≈ m (K − K₁) + d K₁
+    np.testing.assert_allclose(r["ratio"], r["kernel_norm"] / r["hessian_norm"], rtol=1e-6)
+
+
+def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
+    """With 2 fixed Lanczos steps the values are poor; every one is recomputed by the restarted
+    solver and then agrees with the dense Hessian's spectral norm (float64)."""
+    cfg = dict(widths=(6,), seeds=2, num_inputs=4, radius=3.0, steps=5, lr_factor=1.0, lanczos_steps=2)
+    with jax.enable_x64(True):
+        r = lt.parameterization_sweep(cfg, jax.random.key(3))
+        assert np.all(r["lanczos_residual"] <= 1e-6)
+        x, _ = lt.circle_data(4, radius=3.0)
+        for i, (name, seed) in enumerate(zip(r["parameterization"], r["seed"], strict=True)):
+            model, params = mlp(lt._fold(jax.random.key(3), 6, int(seed)), (6, 6), input_dim=2, activation="tanh")
+            if name == "lecun":
+                model, params = lt.to_lecun(model, params)
+            dense = dense_spectral_norm(lambda p, model=model: model.apply(p, x[:1])[0], params)
+            assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-5)
+
+
+def test_log_factor_shift_and_slope_window():
+    widths = np.array([100, 10_000])
+    expected = 0.5 * math.log(math.log(1e4) / math.log(1e2)) / math.log(100)
+    assert lt.log_factor_shift(widths) == pytest.approx(expected)
+    # a pure (log m)^{1/2} power law has exactly this fitted slope
+    fit = power_law_fit(widths, np.sqrt(np.log(widths)))
+    assert fit.slope == pytest.approx(expected)
+    with pytest.raises(ValueError, match="two distinct"):
+        lt.log_factor_shift([64, 64])
+    low, high = lt.slope_window(fit, -0.5, below=0.1, above=0.2)
+    assert (low, high) == pytest.approx((-0.6 - 3 * fit.stderr, -0.3 + 3 * fit.stderr))
+
+
+def test_summarize_geometric_means():
+    sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
+    out = lt.summarize(sweep, "width", ("a",))
+    np.testing.assert_allclose(out["a"], [2.0, 4.0])
+    out = lt.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
+    np.testing.assert_allclose(out["a"], [2.0, 2.0])

@@ -1,0 +1,215 @@
+"""Chapter 7, Section 3 and Appendices B, E: neuron-gradient Gram matrices, Figure 3, the DenseNet, and the
+``orthogonality`` reproduction."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ntkbook import reproduce, scales
+from ntkbook.experiments import orthogonality as eo
+from ntkbook.models import mlp
+from ntkbook.models.densenet import DenseNet, densenet
+
+SETTINGS = dict(dataset="digits", classes=(3, 8), n_per_class=3, data_seed=0, seed=0, depth=3, widths=(6, 12),
+                bottleneck_widths=(3, 6), bottleneck_outer=12, runs=1, sampled_neurons=64, gd_steps=5,
+                lr_factor=1.0, radius=1.0, neurons=1, directions=1, tol=1e-4, ascent_steps=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the DenseNet
+# ---------------------------------------------------------------------------------------------
+
+
+def test_densenet_forward_matches_numpy(x64):
+    model, params = densenet(jax.random.key(0), (4, 3, 5), input_dim=6, dtype=jnp.float64)
+    x = np.random.default_rng(0).normal(size=(7, 6))
+    c = x.copy()
+    for layer in params["layers"]:
+        w = np.asarray(layer["W"])
+        a = np.tanh(c @ w.T / math.sqrt(w.shape[1]))
+        c = np.concatenate([a, c], axis=1)  # [α⁽ˡ⁾, α⁽ˡ⁻¹⁾, …, α⁽¹⁾, x]
+    f = c @ np.asarray(params["v"]) / math.sqrt(c.shape[1])
+    np.testing.assert_allclose(np.asarray(model.apply(params, x)), f, rtol=1e-12)
+    assert [model.fan_in(i) for i in (1, 2, 3, 4)] == [6, 10, 13, 18]
+    assert model.column_slice(3, 2) == slice(0, 3) and model.column_slice(3, 1) == slice(3, 7)
+    assert model.column_slice(3, 0) == slice(7, 13)
+    with pytest.raises(ValueError, match="source"):
+        model.column_slice(2, 2)
+    with pytest.raises(ValueError, match="widths"):
+        densenet(jax.random.key(0), (4, 0), input_dim=3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Gram matrices of neuron gradients
+# ---------------------------------------------------------------------------------------------
+
+
+def _brute_force_grams(model, params, x):
+    """G⁽ˡ⁾ from the full autodiff Jacobians of every layer's pre-activations (one compiled function)."""
+
+    @jax.jit
+    def jacobians(p):
+        return jax.jacrev(lambda q: model.forward(q, x).pre[: len(model.widths)])(p)
+
+    out = []
+    for jac in jacobians(params):  # per layer: pytree of (n, m, *param shape)
+        flat = np.concatenate([np.asarray(t).reshape(t.shape[0], t.shape[1], -1)
+                               for t in jax.tree_util.tree_leaves(jac)], axis=2)
+        out.append(np.einsum("nip,njp->nij", flat, flat))
+    return out
+
+
+@pytest.mark.parametrize("kind", ["fc", "bottleneck", "densenet", "bias"])
+def test_grams_match_jacobians(x64, kind):
+    x = jnp.asarray(np.random.default_rng(1).normal(size=(3, 5)))
+    if kind == "densenet":
+        model, params = densenet(jax.random.key(2), (4, 6, 5), input_dim=5, dtype=jnp.float64)
+    else:
+        widths = {"fc": (6, 6, 6), "bottleneck": (7, 2, 7), "bias": (5, 4, 3)}[kind]
+        model, params = mlp(jax.random.key(2), widths, input_dim=5, use_bias=kind == "bias", dtype=jnp.float64)
+    fast = eo.neuron_gradient_grams(model, params, x)
+    ref = _brute_force_grams(model, params, x)
+    for a, b in zip(fast, ref, strict=True):
+        np.testing.assert_allclose(np.asarray(a), b, rtol=1e-11, atol=1e-12)
+    sub = eo.neuron_gradient_grams(model, params, x, neurons=3)
+    for a, b in zip(sub, ref, strict=True):
+        k = min(3, b.shape[1])
+        np.testing.assert_allclose(np.asarray(a), b[:, :k, :k], rtol=1e-11, atol=1e-12)
+
+
+def test_grams_validation():
+    model, params = mlp(jax.random.key(0), (3, 3), input_dim=2)
+    with pytest.raises(TypeError, match="MLP or a DenseNet"):
+        eo.neuron_gradient_grams(object(), params, jnp.ones((1, 2)))
+    with pytest.raises(ValueError, match="x must have 2 dimensions"):
+        eo.neuron_gradient_grams(model, params, jnp.ones(2))
+    with pytest.raises(ValueError, match="neurons"):
+        eo.neuron_gradient_grams(model, params, jnp.ones((1, 2)), neurons=0)
+
+
+def test_cosines_and_frame_constant():
+    g = np.array([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 9.0]])
+    c = np.asarray(eo.cosine_matrix(g))
+    np.testing.assert_allclose(c, [[1, 1, 0], [1, 1, 0], [0, 0, 1]])
+    assert float(eo.mean_abs_cos(g)) == pytest.approx(2 / 6)
+    assert float(eo.frame_constant(g)) == pytest.approx(2.0)
+    assert bool(jnp.isnan(eo.mean_abs_cos(np.ones((1, 1)))))
+
+
+def test_first_layer_neurons_are_exactly_orthogonal():
+    model, params = mlp(jax.random.key(0), (8, 8), input_dim=4)
+    g = eo.neuron_gradient_grams(model, params, jnp.ones((2, 4)))
+    assert float(jnp.max(eo.mean_abs_cos(g[0]))) == 0.0  # disjoint supports (Remark 4)
+    assert float(jnp.min(eo.mean_abs_cos(g[1]))) > 0.0
+
+
+def test_clt_prediction_against_a_wide_network():
+    """√m E|cos| for layer-2 neurons at initialization approaches the Gaussian constant of Lemma 1."""
+    c = eo.clt_prediction()
+    assert 0.5 < c < 0.6
+    x = jnp.asarray(np.random.default_rng(3).normal(size=(4, 64)))
+    x = x * 8.0 / jnp.linalg.norm(x, axis=1, keepdims=True)
+    vals = []
+    for seed in range(3):
+        model, params = mlp(jax.random.key(seed), (1024, 256), input_dim=64)
+        vals.append(float(jnp.mean(eo.mean_abs_cos(eo.neuron_gradient_grams(model, params, x, 128)[1]))))
+    assert np.mean(vals) * math.sqrt(1024) == pytest.approx(c, rel=0.05)
+
+
+# ---------------------------------------------------------------------------------------------
+# data, networks, training, pieces
+# ---------------------------------------------------------------------------------------------
+
+
+def test_load_data_and_networks():
+    x, y = eo.load_data(SETTINGS)
+    assert x.shape == (6, 64) and set(np.unique(np.asarray(y))) == {-1.0, 1.0}
+    xg, _ = eo.load_data(SETTINGS | {"dataset": "gaussian"})
+    np.testing.assert_allclose(np.linalg.norm(np.asarray(xg), axis=1), 8.0, rtol=1e-6)
+    with pytest.raises(ValueError, match="unknown dataset"):
+        eo.load_data(SETTINGS | {"dataset": "cifar"})
+    fc, _ = eo.make_network("fc", 5, 0, SETTINGS, 64)
+    bn, _ = eo.make_network("bottleneck", 2, 0, SETTINGS, 64)
+    dn, _ = eo.make_network("densenet", 4, 0, SETTINGS, 64)
+    assert fc.widths == (5, 5, 5) and bn.widths == (12, 2, 12) and isinstance(dn, DenseNet)
+    with pytest.raises(ValueError, match="unknown kind"):
+        eo.make_network("cnn", 5, 0, SETTINGS, 64)
+
+
+def test_train_decreases_the_loss():
+    x, y = eo.load_data(SETTINGS)
+    model, params = eo.make_network("fc", 16, 0, SETTINGS, 64)
+    _, l0, lt = eo.train(model.apply, params, x, y, lr=0.5, steps=50)
+    assert lt < 0.5 * l0
+    _, l0b, ltb = eo.train(model.apply, params, x, y, lr=0.5, steps=0)
+    assert l0b == ltb == pytest.approx(l0)
+
+
+def test_turn_quadratic_and_densenet_pieces():
+    """Depth 2 (one compiled network per piece): the structure of every piece's output."""
+    small = SETTINGS | {"depth": 2}
+    turn = eo.turn_piece({"width": 8, "run": 0}, small)
+    layers = np.asarray(turn["layer"])
+    assert sorted(set(layers.tolist())) == [1, 2] and set(turn) == set(eo.TURN_FIELDS)
+    assert np.all(np.asarray(turn["angle_top"])[layers == 1] < 1e-5)  # α̃⁽¹⁾ is linear in θ
+    assert np.all(np.asarray(turn["angle_top"])[layers > 1] > 1e-3)
+    quad = eo.quadratic_term_piece({"width": 8, "run": 0}, small)
+    assert quad["target_layer"] == [3]  # the output f, assembled from the layer-2 neurons
+    assert np.all(np.asarray(quad["worst"]) > 0) and np.all(np.asarray(quad["frame"]) >= 1.0 - 1e-6)
+    np.testing.assert_allclose(quad["bound_with_frame"], np.asarray(quad["bound"]) * np.asarray(quad["frame"]))
+    hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, small)
+    assert hess["hessian_norm"] > 0 and hess["residual"] < 1e-2
+
+
+def test_worst_remainder_of_a_quadratic():
+    """For f(w) = ½ wᵀAw the remainder is ½ΔᵀAΔ, maximal at R·(top eigenvector): ½R²λ_max."""
+    from ntkbook.hessian import hessian_spectral_norm
+
+    a = jnp.diag(jnp.array([3.0, -1.0, 0.5]))
+
+    def fn(w, scale):
+        return 0.5 * scale * w @ a @ w
+
+    w0 = jnp.array([0.3, -0.2, 1.0])
+    res = hessian_spectral_norm(fn, w0, args=(1.0,), tol=1e-8)
+    worst, delta = eo.worst_remainder(fn, w0, (1.0,), res, 2.0, jax.random.key(0), 5)
+    assert worst == pytest.approx(0.5 * 4.0 * 3.0, rel=1e-6)
+    np.testing.assert_allclose(np.abs(np.asarray(delta)), [2.0, 0.0, 0.0], atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# the reproduction
+# ---------------------------------------------------------------------------------------------
+
+
+def test_orthogonality_reproduction(tmp_path, monkeypatch):
+    """The registered reproduction, on the tiny SETTINGS in place of the ci row (the ci row itself runs in
+    the notebook and through ``python -m ntkbook reproduce orthogonality --scale ci``): JSON keys, shapes,
+    internal consistency, figure, resume from the cache."""
+    small = {k: SETTINGS[k] for k in scales.TABLE["orthogonality"]["ci"]}  # two widths each: the figure fits power laws
+    monkeypatch.setitem(scales.TABLE["orthogonality"], "ci", small)
+    result = reproduce.run("orthogonality", "ci", tmp_path)
+    on_disk = json.loads((tmp_path / "orthogonality.json").read_text())
+    assert on_disk == result
+    for key in ("widths", "mean_abs_cos", "bottleneck_widths", "bottleneck_mean_abs_cos", "dataset", "settings",
+                "seconds", "name", "scale", "backend", "devices"):
+        assert key in on_disk, key
+    assert on_disk["widths"] == [6, 12] and on_disk["bottleneck_widths"] == [3, 6]
+    assert np.asarray(on_disk["mean_abs_cos"]).shape == (2, 1)
+    assert np.asarray(on_disk["mean_abs_cos_by_layer"]).shape == (2, 1, 3)
+    assert np.asarray(on_disk["bottleneck_mean_abs_cos"]).shape == (2, 1)
+    layers = np.asarray(on_disk["bottleneck_mean_abs_cos_by_layer"])
+    np.testing.assert_array_equal(layers[:, :, 2], np.asarray(on_disk["bottleneck_mean_abs_cos"]))
+    np.testing.assert_allclose(np.asarray(on_disk["mean_abs_cos"]),
+                               np.asarray(on_disk["mean_abs_cos_by_layer"]).mean(axis=2), rtol=1e-6)
+    assert np.all(np.asarray(on_disk["loss_final"]) < np.asarray(on_disk["loss_init"]))
+    assert on_disk["dataset"] == "digits" and on_disk["settings"]["bottleneck_outer"] == 12
+    assert (tmp_path / "orthogonality.png").stat().st_size > 0
+    again = reproduce.run("orthogonality", "ci", tmp_path)
+    assert again["cached_pieces"] == again["pieces"] and again["mean_abs_cos"] == result["mean_abs_cos"]
