@@ -115,6 +115,15 @@ def _default_file_mode() -> int:
 _FILE_MODE = _default_file_mode()
 
 
+def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> None:
+    """Title a reproduction's matplotlib figure, write it to ``path`` and close it."""
+    import matplotlib.pyplot as plt
+
+    fig.suptitle(title, **suptitle_kwargs)
+    fig.savefig(path)
+    plt.close(fig)
+
+
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
     path.parent.mkdir(parents=True, exist_ok=True)

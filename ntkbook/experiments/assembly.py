@@ -28,7 +28,7 @@ f(θ₀+Δ) − f(θ₀) − ∇f(θ₀)ᵀΔ, on the assembly.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any
 
@@ -86,19 +86,8 @@ def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Ar
         step = jnp.minimum(1.0 / jnp.maximum(jnp.max(jnp.abs(evals)), 1e-12), 4.0 * lr)
 
         def ascend(sign, t0):
-            obj = lambda t: sign * _remainder(family, w, x, t @ q_basis)  # noqa: E731
-            grad = jax.grad(obj)
-
-            def body(_, carry):
-                t, best, best_t = carry
-                t = _project_ball(t + step * grad(t), radius)
-                val = obj(t)
-                better = val > best
-                return t, jnp.where(better, val, best), jnp.where(better, t, best_t)
-
-            v0 = obj(t0)
-            _, best, best_t = jax.lax.fori_loop(0, steps, body, (t0, v0, t0))
-            return best, best_t
+            return _projected_ascent(lambda t: sign * _remainder(family, w, x, t @ q_basis), t0, step, radius,
+                                     steps)
 
         vals, ts = jax.vmap(ascend)(signs, starts)
         ip, im = jnp.argmax(vals[:4]), 4 + jnp.argmax(vals[4:])
@@ -107,6 +96,23 @@ def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Ar
                 "hess_norm": jnp.max(jnp.abs(evals))}
 
     return jax.vmap(one)(w_all)
+
+
+def _projected_ascent(obj: Callable[[Array], Array], t0: Array, step: Any, radius: float,
+                      steps: int) -> tuple[Array, Array]:
+    """``steps`` steps of projected gradient ascent t ← Π_{‖t‖≤R}(t + step·∇obj(t)) from ``t0``;
+    returns the best value seen (``t0`` included) and the point where it was attained."""
+    grad = jax.grad(obj)
+
+    def body(_, carry):
+        t, best, best_t = carry
+        t = _project_ball(t + step * grad(t), radius)
+        val = obj(t)
+        better = val > best
+        return t, jnp.where(better, val, best), jnp.where(better, t, best_t)
+
+    _, best, best_t = jax.lax.fori_loop(0, steps, body, (t0, obj(t0), t0))
+    return best, best_t
 
 
 @partial(jax.jit, static_argnames=("family", "steps"))
@@ -124,18 +130,7 @@ def _subset_ascent(family: SubModelFamily, w_sub: Array, v_sub: Array, scale: fl
             r = jax.vmap(lambda w, ti: _remainder(family, w, x, ti @ q_basis))(w_sub, t)
             return sign * jnp.dot(v_sub, r) / scale
 
-        grad = jax.grad(obj)
-
-        def body(_, carry):
-            t, best, best_t = carry
-            t = _project_ball(t + lr * grad(t), radius)
-            val = obj(t)
-            better = val > best
-            return t, jnp.where(better, val, best), jnp.where(better, t, best_t)
-
-        v0 = obj(t_start)
-        _, best, best_t = jax.lax.fori_loop(0, steps, body, (t_start, v0, t_start))
-        return best, best_t
+        return _projected_ascent(obj, t_start, lr, radius, steps)
 
     return jax.vmap(run)(signs, t0)
 

@@ -16,16 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from ..experiments import linearity_experiments as le
-from ..reproduce import Reproduction, register
+from ..reproduce import Reproduction, register, save_figure
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    import matplotlib.pyplot as plt
-
     fig = le.plot_figure2(result)
-    fig.suptitle(f"Figure 2 of Liu, Zhu & Belkin (2020) — scale {result['scale']}", y=1.02)
-    fig.savefig(path)
-    plt.close(fig)
+    save_figure(fig, path, f"Figure 2 of Liu, Zhu & Belkin (2020) — scale {result['scale']}", y=1.02)
 
 
 register(Reproduction(

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from ..experiments import one_hidden_layer as ohl
-from ..reproduce import Reproduction, register
+from ..reproduce import Reproduction, register, save_figure
 
 
 def _assemble(settings, pieces, results) -> dict[str, Any]:
@@ -44,9 +44,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     ax_k.set_xlabel("width m")
     ax_k.set_ylabel("K(x, x)")
     ax_k.legend()
-    fig.suptitle(f"One-hidden-layer network, Eq. (8) — scale {result['scale']}")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path, f"One-hidden-layer network, Eq. (8) — scale {result['scale']}")
 
 
 register(Reproduction(

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from ..experiments import orthogonality as orth
-from ..reproduce import Reproduction, register
+from ..reproduce import Reproduction, register, save_figure
 
 
 def _pieces(settings) -> list[dict[str, Any]]:
@@ -54,9 +54,8 @@ def _plot(result: dict[str, Any], path: Path) -> None:
     ax_r.set_ylabel("mean |cos θ_ij|")
     ax_r.set_title(f"bottleneck network, m₁ = m₃ = {result['settings']['bottleneck_outer']}")
     ax_r.legend()
-    fig.suptitle(f"Orthogonality of neuron gradients (Eq. 22), {result['dataset']} — scale {result['scale']}")
     fig.tight_layout()
-    fig.savefig(path)
+    save_figure(fig, path, f"Orthogonality of neuron gradients (Eq. 22), {result['dataset']} — scale {result['scale']}")
 
 
 register(Reproduction(

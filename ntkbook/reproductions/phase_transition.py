@@ -17,7 +17,7 @@ import jax
 import numpy as np
 
 from ..experiments import phase_transition as pt
-from ..reproduce import Reproduction, register
+from ..reproduce import Reproduction, register, save_figure
 
 SEED = 0
 
@@ -92,8 +92,7 @@ def plot_panels(result: dict[str, Any], axes=None):
 
 def _plot(result: dict[str, Any], path: Path) -> None:
     fig = plot_panels(result)
-    fig.suptitle(f"Figure 2 of Oymak & Soltanolkotabi (2020) — scale {result['scale']}")
-    fig.savefig(path)
+    save_figure(fig, path, f"Figure 2 of Oymak & Soltanolkotabi (2020) — scale {result['scale']}")
 
 
 register(Reproduction(
