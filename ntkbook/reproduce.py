@@ -193,13 +193,14 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
     Without ``out`` nothing is written.
     """
     reproduction = get(name)
+    scale = scales.resolve(scale)
     settings = scales.get(reproduction.experiment, scale)
     start = time.perf_counter()
     items = reproduction.pieces(settings)
     cache = None
     if out is not None:
         out = Path(out)
-        cache = PieceCache(out / ".cache" / name / f"{settings.scale}-{digest(dict(settings))[:12]}")
+        cache = PieceCache(out / ".cache" / name / f"{scale}-{digest(settings.as_dict())[:12]}")
     results, cached, compute_seconds = [], 0, 0.0
     for item in progress(items, desc=name, total=len(items)):
         result = cache.load(item) if (cache is not None and resume) else None
@@ -214,8 +215,8 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
         compute_seconds += float(result.get("_seconds", 0.0))
         results.append(result)
     body = reproduction.assemble(settings, items, results)
-    recorded = dict(settings) | dict(body.pop("settings", {}))
-    output = {"name": name, "scale": settings.scale, "settings": recorded,
+    recorded = settings.as_dict() | dict(body.pop("settings", {}))
+    output = {"name": name, "scale": scale, "settings": recorded,
               "seconds": time.perf_counter() - start, "compute_seconds": compute_seconds,
               "pieces": len(items), "cached_pieces": cached, **machine(), **body}
     output = _jsonable(output)

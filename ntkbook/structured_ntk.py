@@ -14,7 +14,8 @@ A non-linear output f̃ = φ(f) (Eq. 26) multiplies by the output Jacobian: K̃ 
 for each pair of inputs, with J_φ = diag(φ'(f)) elementwise or diag(p) − ppᵀ for the softmax.
 
 Supported models: :class:`~ntkbook.models.dense.ShallowNetwork`, :class:`~ntkbook.models.dense.MLP` (any widths,
-per-layer activations, bias, trainable or fixed output — bottleneck networks included),
+per-layer activations, bias, trainable or fixed output — bottleneck networks included — in the NTK or the
+LeCun parameterization, whose layers drop the 1/√fan-in factors),
 :class:`~ntkbook.models.dense.RandomFeatures`, and :class:`~ntkbook.models.wrappers.NonLinearOutput` around any of
 them.  :func:`supports` tells whether an ``apply_fn`` is one of these models' ``apply``.
 """
@@ -29,7 +30,7 @@ import jax
 import jax.numpy as jnp
 
 from .models import MLP, NonLinearOutput, RandomFeatures, ShallowNetwork
-from .models.common import HIGHEST, dense, inputs
+from .models.common import HIGHEST, inputs
 
 Array = jax.Array
 PyTree = Any
@@ -65,6 +66,11 @@ def _einsum(spec: str, *ops: Array) -> Array:
     return jnp.einsum(spec, *ops, precision=HIGHEST)
 
 
+def _inv_sqrt_fan_in(model: Any, fan_in: int) -> float:
+    """The factor 1/√fan_in of a layer in the NTK parameterization; 1 in the LeCun one (Eq. 39)."""
+    return 1.0 / math.sqrt(fan_in) if model.parameterization == "ntk" else 1.0
+
+
 def _mlp_terms(model: MLP, params: PyTree, x: Array) -> tuple[list[Array], list[Array], Array, Array]:
     """Forward activations α⁽ˡ⁻¹⁾ (n, m_{l−1}), backward signals δ⁽ˡ⁾ (n, k, m_l), α⁽ᴸ⁾, and f (n, k)."""
     fp = model.forward(params, x)
@@ -72,11 +78,11 @@ def _mlp_terms(model: MLP, params: PyTree, x: Array) -> tuple[list[Array], list[
     m_last = model.widths[-1]
     deltas = [None] * model.depth
     # δ⁽ᴸ⁾_c = v[:, c] / √m_L ⊙ σ_L'(z⁽ᴸ⁾)
-    d = (v.T / math.sqrt(m_last))[None, :, :] * model.activations[-1].derivative(fp.pre[-1])[:, None, :]
+    d = (v.T * _inv_sqrt_fan_in(model, m_last))[None, :, :] * model.activations[-1].derivative(fp.pre[-1])[:, None, :]
     deltas[-1] = d
     for layer in range(model.depth - 2, -1, -1):
         w_next = params["layers"][layer + 1]["W"]  # (m_{l+1}, m_l)
-        back = jnp.matmul(d, w_next, precision=HIGHEST) / math.sqrt(w_next.shape[1])  # (n, k, m_l)
+        back = jnp.matmul(d, w_next, precision=HIGHEST) * _inv_sqrt_fan_in(model, w_next.shape[1])  # (n, k, m_l)
         d = back * model.activations[layer].derivative(fp.pre[layer])[:, None, :]
         deltas[layer] = d
     f = fp.output[:, None] if fp.output.ndim == 1 else fp.output
@@ -90,25 +96,25 @@ def _kernel_mlp(model: MLP, params: PyTree, x1: Array, x2: Array | None) -> Arra
     kernel = jnp.zeros((x1.shape[0], a2[0].shape[0], k, k), d1[0].dtype)
     for l_idx in range(model.depth):
         fan_in = a1[l_idx].shape[1]
-        gram = _einsum("im,jm->ij", a1[l_idx], a2[l_idx]) / fan_in
+        gram = _einsum("im,jm->ij", a1[l_idx], a2[l_idx]) * _inv_sqrt_fan_in(model, fan_in) ** 2
         if model.use_bias:
             gram = gram + 1.0
         kernel = kernel + _einsum("iam,jbm->ijab", d1[l_idx], d2[l_idx]) * gram[:, :, None, None]
     if model.fixed_v is None:
-        out = _einsum("im,jm->ij", last1, last2) / model.widths[-1]
+        out = _einsum("im,jm->ij", last1, last2) * _inv_sqrt_fan_in(model, model.widths[-1]) ** 2
         kernel = kernel + out[:, :, None, None] * jnp.eye(k, dtype=kernel.dtype)
     return kernel
 
 
 def _kernel_shallow(model: ShallowNetwork, params: PyTree, x1: Array, x2: Array | None) -> Array:
     def delta(x: Array) -> Array:
-        z = dense(x, params["w"])
-        return model.v[None, :] / math.sqrt(model.width) * model.activation.derivative(z)
+        z = jnp.matmul(x, params["w"].T, precision=HIGHEST) * _inv_sqrt_fan_in(model, model.input_dim)
+        return model.v[None, :] * _inv_sqrt_fan_in(model, model.width) * model.activation.derivative(z)
 
     x2_ = x1 if x2 is None else x2
     d1 = delta(x1)
     d2 = d1 if x2 is None else delta(x2)
-    gram = _einsum("id,jd->ij", x1, x2_) / model.input_dim
+    gram = _einsum("id,jd->ij", x1, x2_) * _inv_sqrt_fan_in(model, model.input_dim) ** 2
     return (_einsum("im,jm->ij", d1, d2) * gram)[:, :, None, None]
 
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from ntkbook import scales
 from ntkbook.data import digits, gaussian
 from ntkbook.experiments import assembly as ea
 from ntkbook.hessian import dense_hessian, hessian_spectral_norm
@@ -255,8 +256,9 @@ def test_worst_case_matches_brute_force_for_one_neuron(x64):
 
 
 def test_theorem1_piece_bound_and_consistency():
-    settings = dict(families=("neuron",), weights=("signs", "gaussian"), widths=(24,), seeds=1, directions=2,
-                    radius=1.0, hidden=3, ascent_steps=20, refine_steps=20)
+    settings = scales.get("assembly_theorem1", "ci").replace(
+        families=("neuron",), weights=("signs", "gaussian"), widths=(24,), seeds=1, directions=2, radius=1.0,
+        hidden=3, ascent_steps=20, refine_steps=20)
     x = _x(10)
     beta = {"neuron": asm.get_family("neuron").smoothness(1.0, x)}
     rows = ea.theorem1_sweep(settings, x, beta)
@@ -315,7 +317,8 @@ def test_median_max_ratios_and_limits():
 
 
 def test_dominating_sweep_shapes():
-    settings = dict(widths=(16,), seeds=1, radius=1.0, ascent_steps=10, refine_steps=10)
+    settings = scales.get("assembly_assumption1", "ci").replace(widths=(16,), seeds=1, radius=1.0, ascent_steps=10,
+                                                                refine_steps=10)
     x = _x(12)
     out = ea.dominating_sweep(settings, x, asm.get_family("neuron").smoothness(1.0, x))
     assert len(out["width"]) == 2

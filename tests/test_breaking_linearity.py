@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import norm
 
+from ntkbook import scales
 from ntkbook.experiments import breaking_linearity as bl
 from ntkbook.experiments import optimization_without_linearity as ow
 from ntkbook.fitting import PowerLawFit
@@ -51,7 +52,8 @@ def test_hessian_decompositions():
 
 
 def test_nonlinear_output_sweep_small():
-    cfg = dict(widths=(16, 64), seeds=2, num_inputs=6, radius=3.0, steps=150, lr_factor=1.0, lanczos_steps=12)
+    cfg = scales.get("breaking_nonlinear_output", "ci").replace(widths=(16, 64), seeds=2, num_inputs=6, radius=3.0,
+                                                                steps=150, lr_factor=1.0, lanczos_steps=12)
     at_init, runs = bl.nonlinear_output_sweep(cfg, jax.random.key(5))
     assert at_init["width"].shape == (24,) and runs["width"].shape == (4,)
     assert np.all(at_init["hessian_tilde"] * (1 + 1e-4) >= at_init["eq29_bound"])  # Eq. (29)
@@ -74,7 +76,8 @@ def test_eq30_tensor_and_limit():
     np.testing.assert_allclose(t.ravel(), np.asarray(w) ** 2 * np.asarray(act.derivative(w * 0.7, 2)), rtol=1e-5)
     mean, sd = bl.eq30_limit(bl.get_activation("quadratic"), 0.7)
     assert mean == pytest.approx(1.0) and sd == pytest.approx(math.sqrt(2.0))  # E w² = 1, Var w² = 2
-    e = bl.eq30_sweep(dict(widths=(10, 40), seeds=1, activations=("quadratic",), alpha=0.5), jax.random.key(7))
+    e = bl.eq30_sweep(scales.get("breaking_eq30", "ci").replace(widths=(10, 40), seeds=1, activations=("quadratic",),
+                                                                  alpha=0.5), jax.random.key(7))
     assert e["exact"].all()
     np.testing.assert_allclose(e["norm_221"], e["closed_form"], rtol=1e-5)
 
@@ -115,13 +118,15 @@ def test_theorem_4_1_bound_and_constants():
     np.testing.assert_allclose(c["failure"], [[0.5, 0.5, 0.5]])
     np.testing.assert_allclose(c["allowed"], [2 * deltas], atol=1e-12)
     assert c["c1_empirical"][0] == 0.0  # the 0.2-quantile is 0
-    sw = bl.theorem_4_1_sweep(dict(widths=(8, 32), seeds=16, x=1.0), jax.random.key(10))
+    sw = bl.theorem_4_1_sweep(scales.get("breaking_theorem_4_1", "ci").replace(widths=(8, 32), seeds=16, x=1.0),
+                              jax.random.key(10))
     assert sw["block"].shape == (2, 16)
     np.testing.assert_allclose(sw["block"], 0.25 * sw["w1_fourth"] * np.abs(sw["S_over_sqrt_m"]), rtol=1e-5)
 
 
 def test_bottleneck_ball_sweep_small():
-    b = bl.bottleneck_ball_sweep(dict(widths=(8, 16), seeds=2, x=1.0, radius=1.0, lanczos_steps=16),
+    b = bl.bottleneck_ball_sweep(scales.get("breaking_bottleneck_ball", "ci").replace(
+        widths=(8, 16), seeds=2, x=1.0, radius=1.0, lanczos_steps=16),
                                  jax.random.key(11))
     assert b["width"].shape == (16,)
     w0, zero = b["point"] == "W0", b["point"] == "block_zero"
@@ -131,8 +136,9 @@ def test_bottleneck_ball_sweep_small():
 
 
 def test_bottleneck_width_sweep_small():
-    cfg = dict(widths=(8,), fixed_width=8, bottlenecks=(1, 4), seeds=2, num_inputs=6, radius=3.0, steps=20,
-               lr_factor=0.5, lanczos_steps=10)
+    cfg = scales.get("breaking_bottleneck_width", "ci").replace(
+        widths=(8,), fixed_width=8, bottlenecks=(1, 4), seeds=2, num_inputs=6, radius=3.0, steps=20, lr_factor=0.5,
+        lanczos_steps=10)
     r = bl.bottleneck_width_sweep(cfg, jax.random.key(12))
     assert list(r) == list(bl.WIDTH_FIELDS)
     assert sorted(set(r["bottleneck"].tolist())) == [1, 4] and r["width"].shape == (4,)  # (8, 1) shared
@@ -179,7 +185,8 @@ def test_geometric_rate():
 
 
 def test_theorem_5_1_sweep_small():
-    cfg = dict(widths=(16, 64), seeds=2, num_inputs=6, radius=3.0, steps=600, lr_factor=1.0)
+    cfg = scales.get("optimization_theorem_5_1", "ci").replace(widths=(16, 64), seeds=2, num_inputs=6, radius=3.0,
+                                                               steps=600, lr_factor=1.0)
     sw = ow.theorem_5_1_sweep(cfg, jax.random.key(13))
     assert sw["loss"].shape == (2, 2, 601) and sw["lr"].shape == (2, 2)
     np.testing.assert_allclose(sw["change_tilde"][:, :, 0], 0.0, atol=1e-6)

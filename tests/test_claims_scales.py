@@ -59,8 +59,8 @@ def test_start_validates(tmp_path, monkeypatch):
 def test_scales_table_is_complete():
     for experiment, by_scale in scales.TABLE.items():
         assert set(by_scale) == set(scales.SCALES), experiment
-        keys = {s: set(v) for s, v in by_scale.items()}
-        assert keys["ci"] == keys["book"] == keys["paper"], experiment
+        types = {type(v) for v in by_scale.values()}
+        assert len(types) == 1 and issubclass(types.pop(), scales.ExperimentSettings), experiment
 
 
 def test_scale_resolution(monkeypatch):
@@ -68,13 +68,20 @@ def test_scale_resolution(monkeypatch):
     assert scales.resolve() == "book"
     monkeypatch.setenv("NTKBOOK_SCALE", "ci")
     assert scales.resolve() == "ci"
-    assert scales.get("prop_2_1").scale == "ci"
+    assert scales.get("prop_2_1") is scales.TABLE["prop_2_1"]["ci"]
     monkeypatch.setenv("NTKBOOK_SCALE", "tiny")
     with pytest.raises(ValueError, match="unknown scale 'tiny'; expected one of 'ci', 'book', 'paper'"):
         scales.resolve()
     s = scales.get("prop_2_1", "book")
-    assert s.num_tensors == s["num_tensors"]
-    with pytest.raises(AttributeError, match="has no setting 'nope'"):
+    assert s.as_dict() == {"num_tensors": 200, "shape": (8, 6, 10)}
+    with pytest.raises(AttributeError, match="nope"):
         _ = s.nope
+    with pytest.raises(TypeError, match="nope"):  # a misspelled field is an error, never ignored
+        s.replace(nope=1)
+    with pytest.raises(TypeError, match=r"Prop21\.num_tensors must be an int"):
+        s.replace(num_tensors=2.5)
+    with pytest.raises(TypeError, match=r"Prop21.shape\[1\] must be an int"):
+        s.replace(shape=(8, "6", 10))
+    assert s.replace(shape=[1, 2, 3]).shape == (1, 2, 3)
     with pytest.raises(ValueError, match="unknown experiment"):
         scales.get("nope", "ci")

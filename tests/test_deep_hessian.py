@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from conftest import reference_jacobian
-from ntkbook import hessian, models
+from ntkbook import hessian, models, scales
 from ntkbook.experiments import deep_hessian as dh
 from ntkbook.experiments import deep_hessian_ball as db
 from ntkbook.models.conv import conv, conv_net
@@ -340,20 +340,18 @@ def test_gd_checkpoints_match_a_plain_loop(x64):
 
 
 def test_compression_check_and_small_sweeps():
-    rows = dh.compression_check({"input_dim": 3, "depth": 2, "small_width": 4, "small_models": ("ResNet",),
-                                 "large_width": 16, "reference_method": "full", "tol": 1e-6},
+    rows = dh.compression_check(scales.get("range_check", "ci").replace(input_dim=3, depth=2, small_width=4, small_models=("ResNet",), large_width=16, reference_method="full", tol=1e-6),
                                 jax.random.key(0))
     for r in rows[:-1]:
         assert r["compressed"] == pytest.approx(r["reference"], rel=1e-9)
     assert rows[-1]["compressed"] == pytest.approx(rows[-1]["reference"], rel=1e-4)
-    p31 = dh.proposition_3_1({"widths": (8,), "seeds": 1, "input_dim": 3, "activation": "tanh"}, jax.random.key(1))
+    p31 = dh.proposition_3_1(scales.get("prop_3_1", "ci").replace(widths=(8,), seeds=1, input_dim=3, activation="tanh"), jax.random.key(1))
     assert np.all(p31["hessian"] <= p31["blockwise"] * (1 + 1e-5))
     assert np.all(p31["blockwise"] <= p31["eq_17"] * (1 + 1e-9))
 
 
 def test_theorem_3_1_sweep_rows():
-    t31 = dh.theorem_3_1({"depths": (2,), "widths": (8,), "seeds": 1, "radii": (1.0,), "sphere_points": 1,
-                          "input_dim": 3, "activation": "tanh", "tol": 1e-6}, jax.random.key(2))
+    t31 = dh.theorem_3_1(scales.get("thm_3_1", "ci").replace(depths=(2,), widths=(8,), seeds=1, radii=(1.0,), sphere_points=1, input_dim=3, activation="tanh", tol=1e-6), jax.random.key(2))
     assert t31["radius"].tolist() == [0.0, 1.0]
     assert np.all(t31["hessian"] <= t31["blockwise"] * (1 + 1e-5))
 
@@ -372,15 +370,16 @@ def test_kernel_matrix_equals_jacobian_gram(x64, kind, kw):
     np.testing.assert_allclose(db.kernel_matrix(model, params, xs), jac @ jac.T, rtol=1e-11, atol=1e-13)
 
 
-BALL = dict(depth=2, widths=(8, 16), seeds=1, radii=(0.5, 2.0), sphere_points=1, ascent_steps=1, num_train=4,
-            gd_steps=4, gd_checkpoints=2, input_dim=3, activation="tanh", tol=1e-6)
+BALL = scales.get("thm_3_2", "ci").replace(depth=2, widths=(8, 16), seeds=1, radii=(0.5, 2.0), sphere_points=1,
+                                         ascent_steps=1, num_train=4, gd_steps=4, gd_checkpoints=2, input_dim=3,
+                                         activation="tanh", tol=1e-6)
 
 
 def test_ball_sweep_and_table():
     rows = db.ball_sweep(BALL, jax.random.key(0))
     assert [r["width"] for r in rows] == [8, 16]
     tab = db.ball_table(rows)
-    for r in BALL["radii"]:
+    for r in BALL.radii:
         ball = tab[f"ball_max[{r:g}]"]
         assert np.all(ball >= tab["h0"]) and np.all(ball >= tab[f"sphere_max[{r:g}]"])
         assert np.all(ball >= tab[f"ascent[{r:g}]"])
@@ -389,7 +388,7 @@ def test_ball_sweep_and_table():
     assert np.all(tab["ascent[2]"] >= tab["ascent[0.5]"] * (1 - 1e-5))
     assert np.all(tab["gd_loss_ratio"] < 1)  # lr = n/λ_max(K): the loss decreases
     with pytest.raises(ValueError, match="radii"):
-        db.ball_sweep({**BALL, "widths": (8,), "radii": (2.0, 1.0)}, jax.random.key(0))
+        db.ball_sweep(BALL.replace(widths=(8,), radii=(2.0, 1.0)), jax.random.key(0))
 
 
 def test_ball_table_on_synthetic_rows():
@@ -404,8 +403,8 @@ def test_ball_table_on_synthetic_rows():
 
 
 def test_min_width_sweep_rows():
-    out = db.min_width_sweep(dict(depth=2, base=16, narrow=(4, 8), seeds=1, input_dim=3, activation="tanh",
-                                  tol=1e-6), jax.random.key(0))
+    out = db.min_width_sweep(scales.get("thm_3_3", "ci").replace(depth=2, base=16, narrow=(4, 8), seeds=1, input_dim=3,
+                                                             activation="tanh", tol=1e-6), jax.random.key(0))
     assert out["layer"].tolist() == [0, 0, 1, 1, 2, 2]
     assert out["min_width"].tolist() == [4, 8] * 3
     assert np.all(out["hessian"] > 0) and np.all(out["kernel"] > 0)
@@ -420,13 +419,15 @@ def test_digit_image_standardized():
 
 
 def test_architecture_and_activation_sweeps():
-    arch = db.architecture_sweep(dict(cnn_widths=(2,), cnn_depth=1, resnet_widths=(8,), resnet_depth=2, seeds=1,
-                                      radius=1.0, image=0, input_dim=3, tol=1e-6), jax.random.key(0))
+    arch = db.architecture_sweep(scales.get("cnn_resnet", "ci").replace(
+        cnn_widths=(2,), cnn_depth=1, resnet_widths=(8,), resnet_depth=2, seeds=1, radius=1.0, image=0, input_dim=3,
+        tol=1e-6), jax.random.key(0))
     assert arch["architecture"].tolist() == ["cnn", "resnet"]
     assert arch["params"].tolist() == [9 * 2 + 64 * 2, 8 * 3 + 64 + 8]
     assert np.isnan(arch["kernel"][0]) and arch["kernel"][1] > 0
-    act = db.activation_sweep(dict(activations=("tanh", "softplus"), widths=(8,), depth=2, seeds=1, radius=1.0,
-                                   ascent_steps=1, input_dim=3, tol=1e-6, factor_max_width=8), jax.random.key(0))
+    act = db.activation_sweep(scales.get("activations_3", "ci").replace(
+        activations=("tanh", "softplus"), widths=(8,), depth=2, seeds=1, radius=1.0, ascent_steps=1, input_dim=3,
+        tol=1e-6, factor_max_width=8), jax.random.key(0))
     assert np.all(act["ascent"] >= act["h0"] * (1 - 1e-6)) and np.all(act["L_phi"] > 0)
 
 
@@ -446,8 +447,7 @@ def test_segment_defect_smooth_vs_relu(x64):
 
 
 def test_relu_versus_smooth_rows():
-    out = db.relu_versus_smooth(dict(activations=("tanh", "relu"), widths=(8,), depth=2, seeds=1, radius=2.0,
-                                     nodes=4, input_dim=3, tol=1e-6), jax.random.key(1))
+    out = db.relu_versus_smooth(scales.get("relu_3", "ci").replace(activations=("tanh", "relu"), widths=(8,), depth=2, seeds=1, radius=2.0, nodes=4, input_dim=3, tol=1e-6), jax.random.key(1))
     assert out["activation"].tolist() == ["tanh", "relu"]
     assert out["defect"][1] > out["defect"][0]
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from ntkbook import khatri_rao as kr
+from ntkbook import scales
 from ntkbook.data import sphere
 from ntkbook.experiments import khatri_rao as ek
 
@@ -135,21 +136,22 @@ def test_sphere_validation():
 
 
 def test_identity_errors_are_rounding_level():
-    rows = ek.identity_errors({"shapes": [(6, 3)], "orders": (1, 2, 3)}, jax.random.key(0))
+    rows = ek.identity_errors(scales.get("kr_identity", "ci").replace(shapes=[(6, 3)], orders=(1, 2, 3)), jax.random.key(0))
     assert max(r["relative"] for r in rows) < 1e-14
     for r in rows[1:]:
         assert r["σ_min Gram"] == pytest.approx(r["σ_min SVD"], abs=1e-8)
 
 
 def test_sphere_regimes_rank_and_norm_facts():
-    out = ek.sphere_regimes({"ds": (6,), "fractions": (0.3, 1.5), "seeds": 2}, jax.random.key(0))
+    out = ek.sphere_regimes(scales.get("kr_sphere", "ci").replace(ds=(6,), fractions=(0.3, 1.5), seeds=2),
+                            jax.random.key(0))
     above = out["n"] > out["D"]
     assert above.any() and np.all(np.abs(out["lambda_min_raw"][above]) < 1e-12)
     assert np.all(out["norm"] ** 2 >= out["n"] / out["d"] * (1 - 1e-12))  # tr XᵀX = n
 
 
 def test_degenerate_data_limits():
-    out = ek.degenerate_data({"n": 10, "d": 6, "epsilons": (1e-3, 1e-2)}, jax.random.key(0))
+    out = ek.degenerate_data(scales.get("kr_degenerate", "ci").replace(n=10, d=6, epsilons=(1e-3, 1e-2)), jax.random.key(0))
     assert np.all(out["near"]["sigma"] <= out["near"]["sin_theta"] * (1 + 1e-6))
     assert abs(out["near_exact"]["lam"]) <= 10 * out["near_exact"]["tol_sigma"]
     assert out["antipodal_exact"]["lam"] > 1e-3  # softplus: antipodal points stay distinguishable
@@ -157,7 +159,7 @@ def test_degenerate_data_limits():
 
 
 def test_schur_pairs_satisfy_lemma_6_5():
-    out = ek.schur_pairs({"n": 6, "pairs": 10}, jax.random.key(0))
+    out = ek.schur_pairs(scales.get("schur", "ci").replace(n=6, pairs=10), jax.random.key(0))
     scale = np.maximum(np.abs(out["upper"]), 1.0)
     assert np.all(out["lmin_AB"] >= out["lower"] - 1e-10 * scale)
     assert np.all(out["lmax_AB"] <= out["upper"] + 1e-10 * scale)

@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import numpy_mlp, reference_jacobian
+from ntkbook import scales
 from ntkbook.experiments import lazy_training as lt
 from ntkbook.fitting import power_law_fit
 from ntkbook.hessian import dense_spectral_norm
 from ntkbook.kernels import empirical_ntk
-from ntkbook.models.dense import MLP, LeCunMLP, LeCunShallowNetwork, ShallowNetwork, mlp, shallow_network
+from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
 
 # ---------------------------------------------------------------------------------------------
 # dense.py: parameterization="lecun"
@@ -22,7 +23,7 @@ from ntkbook.models.dense import MLP, LeCunMLP, LeCunShallowNetwork, ShallowNetw
 def test_lecun_mlp_has_no_fan_in_factors(x64):
     model, params = mlp(jax.random.key(0), (7, 5), input_dim=3, activation="tanh", dtype=jnp.float64,
                         parameterization="lecun")
-    assert isinstance(model, LeCunMLP) and not isinstance(model, MLP)
+    assert isinstance(model, MLP) and model.parameterization == "lecun"
     x = jax.random.normal(jax.random.key(1), (4, 3), jnp.float64)
     a = np.asarray(x)
     for layer in params["layers"]:
@@ -40,7 +41,7 @@ def test_lecun_and_ntk_same_function_same_key(x64):
     np.testing.assert_allclose(p_lec["v"], p_ntk["v"] / 2.0, rtol=1e-15)
     s_ntk, q_ntk = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64)
     s_lec, q_lec = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64, parameterization="lecun")
-    assert isinstance(s_lec, LeCunShallowNetwork) and not isinstance(s_lec, ShallowNetwork)
+    assert isinstance(s_lec, ShallowNetwork) and s_lec.parameterization == "lecun"
     np.testing.assert_allclose(s_lec.apply(q_lec, x), s_ntk.apply(q_ntk, x), rtol=1e-12)
     np.testing.assert_allclose(np.abs(s_lec.v), 1 / 3.0, rtol=1e-15)
 
@@ -56,13 +57,51 @@ def test_lecun_kernel_methods_agree_and_match_reference(x64):
     model, params = mlp(jax.random.key(6), (8, 5), input_dim=3, dtype=jnp.float64, parameterization="lecun")
     x = jax.random.normal(jax.random.key(7), (4, 3), jnp.float64)
     jac = reference_jacobian(model.apply, params, x)
-    for method in ("auto", "jacobian", "ntvp"):
+    for method in ("auto", "jacobian", "ntvp", "structured"):
         np.testing.assert_allclose(empirical_ntk(model.apply, params, x, method=method), jac @ jac.T, rtol=1e-10)
+    shallow, sp = shallow_network(jax.random.key(8), 7, input_dim=3, dtype=jnp.float64, parameterization="lecun")
+    jac = reference_jacobian(shallow.apply, sp, x)
+    np.testing.assert_allclose(empirical_ntk(shallow.apply, sp, x, method="structured"), jac @ jac.T, rtol=1e-10)
+
+
+def _model_pairs():
+    """(NTK model, params, LeCun model, params) of the same widths for every dense family."""
+    for family in ("shallow", "mlp", "mlp-fixed-output"):
+        built = []
+        for parameterization in ("ntk", "lecun"):
+            if family == "shallow":
+                built += shallow_network(jax.random.key(1), 6, input_dim=3, parameterization=parameterization)
+            else:
+                built += mlp(jax.random.key(1), (6, 5), input_dim=3, train_output=family == "mlp",
+                             parameterization=parameterization)
+        yield family, built
+
+
+@pytest.mark.parametrize("family", ["shallow", "mlp", "mlp-fixed-output"])
+def test_parameterization_is_part_of_the_tree_structure(family):
+    """NTK and LeCun models never share a tree structure, so never a compiled function: jitted gradients of
+    each equal the eager ones while the two are alternated many times in one process."""
+    (_, (m_ntk, p_ntk, m_lec, p_lec)), = [pair for pair in _model_pairs() if pair[0] == family]
+    assert jax.tree_util.tree_structure(m_ntk) != jax.tree_util.tree_structure(m_lec)
+    x = jax.random.normal(jax.random.key(2), (4, 3))
+
+    def loss(model, params):
+        return jnp.sum(model.apply(params, x) ** 2)
+
+    eager = {name: jax.tree_util.tree_leaves(jax.grad(loss, argnums=1)(m, p))
+             for name, m, p in (("ntk", m_ntk, p_ntk), ("lecun", m_lec, p_lec))}
+    # the eager gradients differ (the same function in different coordinates), so a shared executable would show
+    assert not all(np.allclose(a, b) for a, b in zip(eager["ntk"], eager["lecun"], strict=True))
+    jitted = jax.jit(jax.grad(loss, argnums=1))
+    for i in range(40):
+        name, m, p = ("ntk", m_ntk, p_ntk) if i % 2 == 0 else ("lecun", m_lec, p_lec)
+        for got, want in zip(jax.tree_util.tree_leaves(jitted(m, p)), eager[name], strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
 
 
 def test_ntk_default_unchanged(x64):
     model, params = mlp(jax.random.key(8), (6, 5), input_dim=3, dtype=jnp.float64)
-    assert type(model) is MLP and model.parameterization == "ntk"
+    assert model.parameterization == "ntk"
     x = jax.random.normal(jax.random.key(9), (4, 3), jnp.float64)
     np.testing.assert_allclose(model.apply(params, x), numpy_mlp(params, x, np.tanh), rtol=1e-12)
 
@@ -150,7 +189,8 @@ def test_segment_gradient_sup_is_an_upper_bound(x64):
 
 
 def test_weight_change_sweep_small():
-    cfg = dict(widths=(32, 128), seeds=2, num_inputs=6, radius=3.0, steps=200, lr_factor=1.0, segment_points=17)
+    cfg = scales.get("lazy_weight_change", "ci").replace(widths=(32, 128), seeds=2, num_inputs=6, radius=3.0, steps=200,
+                                                         lr_factor=1.0, segment_points=17)
     r = lt.weight_change_sweep(cfg, jax.random.key(0))
     assert set(lt.WEIGHT_CHANGE_FIELDS) <= set(r) and r["width"].shape == (4,)
     assert np.all(r["eq2_bound"] <= r["dist2"] * (1 + 1e-5))
@@ -173,7 +213,8 @@ def test_centered_and_label_rescaling(x64):
 
 
 def test_rescaled_model_sweep_small():
-    cfg = dict(width=16, alphas=(1.0, 4.0), seeds=2, num_inputs=6, radius=3.0, steps=100, lr_factor=1.0)
+    cfg = scales.get("lazy_rescaled", "ci").replace(width=16, alphas=(1.0, 4.0), seeds=2, num_inputs=6, radius=3.0,
+                                                    steps=100, lr_factor=1.0)
     r = lt.rescaled_model_sweep(cfg, jax.random.key(1))
     _, y = lt.circle_data(6)
     np.testing.assert_allclose(r["A"], float(np.linalg.norm(y)) / r["alpha"], rtol=1e-6)
@@ -195,7 +236,8 @@ def test_to_lecun_and_identities():
 
 
 def test_parameterization_sweep_small():
-    cfg = dict(widths=(16, 32), seeds=1, num_inputs=6, radius=3.0, steps=50, lr_factor=1.5, lanczos_steps=20)
+    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(16, 32), seeds=1, num_inputs=6, radius=3.0,
+                                                            steps=50, lr_factor=1.5, lanczos_steps=20)
     r = lt.parameterization_sweep(cfg, jax.random.key(5))
     assert list(r) == list(lt.PARAMETERIZATION_FIELDS) and r["width"].shape == (4,)
     ntk, lec = r["parameterization"] == "ntk", r["parameterization"] == "lecun"
@@ -206,7 +248,8 @@ def test_parameterization_sweep_small():
 def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
     """With 2 fixed Lanczos steps the values are poor; every one is recomputed by the restarted
     solver and then agrees with the dense Hessian's spectral norm (float64)."""
-    cfg = dict(widths=(6,), seeds=2, num_inputs=4, radius=3.0, steps=5, lr_factor=1.0, lanczos_steps=2)
+    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(6,), seeds=2, num_inputs=4, radius=3.0, steps=5,
+                                                            lr_factor=1.0, lanczos_steps=2)
     with jax.enable_x64(True):
         r = lt.parameterization_sweep(cfg, jax.random.key(3))
         assert np.all(r["lanczos_residual"] <= 1e-6)

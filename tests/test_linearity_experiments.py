@@ -184,8 +184,8 @@ def test_train_runs_matches_a_python_loop(training_name):
     """ΔK at every step, the step size of the rule and the loss in the paper's units, against plain
     GD on the paper's loss (Eq. 46 or Eq. 47) with Jacobian-contraction kernels."""
     m, steps = 16, 5
-    settings = {"max_steps": steps, "loss_tol": 1e-4, "lr_factor": 1.0, "per_decade": 12, "n": 60,
-                "data_seed": 0}
+    settings = scales.get("nonlinear_output", "ci").replace(max_steps=steps, loss_tol=1e-4, lr_factor=1.0,
+                                                            per_decade=12, n=60, data_seed=0)
     data = le.paper_data(settings)
     maps = le.output_maps(m)
     params = le.init_params(maps["linear"], [0, 1], salt=m)
@@ -240,7 +240,8 @@ def _fake_result(seeds, kinds, steps=(0, 1, 2, 4)):
 
 
 def test_assemble_nonlinear_output_layout():
-    settings = {"widths": (10, 20), "runs": 3, "runs_per_piece": 2, "trajectory_width": 20, "max_steps": 4}
+    settings = scales.get("nonlinear_output", "ci").replace(widths=(10, 20), runs=3, runs_per_piece=2,
+                                                            trajectory_width=20, max_steps=4)
     pieces = le.nonlinear_output_pieces(settings)
     assert len(pieces) == 2 * 2 * 2 and pieces[0] == {"training": "cross_entropy", "width": 10, "seeds": [0, 1]}
     results = [_fake_result(p["seeds"], le.KERNELS[p["training"]]) for p in pieces]
@@ -254,7 +255,7 @@ def test_assemble_nonlinear_output_layout():
     assert body["trajectory"]["linear"] == [[0, 1, 2]] * 4
     assert body["settings"]["learning_rates"]["cross_entropy"][0] == pytest.approx([0.1, 1.1, 2.1])
     with pytest.raises(ValueError, match="trajectory_width"):
-        le.nonlinear_output_pieces(settings | {"trajectory_width": 30})
+        le.nonlinear_output_pieces(settings.replace(trajectory_width=30))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -280,7 +281,9 @@ _SHARD_SCRIPT = textwrap.dedent("""
     assert jax.device_count() == 2, jax.devices()
     tree, runs = parallel.shard_runs({"w": np.arange(6.0).reshape(3, 2)})
     assert runs == 3 and tree["w"].shape == (4, 2) and len(tree["w"].sharding.device_set) == 2
-    s = {"max_steps": 20, "loss_tol": 1e-4, "lr_factor": 1.0, "per_decade": 12, "n": 60, "data_seed": 0}
+    from ntkbook import scales
+    s = scales.get("nonlinear_output", "ci").replace(max_steps=20, loss_tol=1e-4, lr_factor=1.0, per_decade=12, n=60,
+                                                     data_seed=0)
     model = le.one_hidden_layer(32)
     params = le.init_params(model, [0, 1, 2], salt=32)
     data = le.paper_data(s)
@@ -318,33 +321,33 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path):
     on_disk = json.loads((tmp_path / f"{name}.json").read_text())
     assert on_disk == first and (tmp_path / f"{name}.png").stat().st_size > 1000
     settings = scales.get(name.replace("-", "_"), "ci")
-    runs = settings["runs"]
+    runs = settings.runs
     assert COMMON_KEYS <= set(first)
-    assert first["settings"]["max_steps"] == settings["max_steps"] and "learning_rates" in first["settings"]
+    assert first["settings"]["max_steps"] == settings.max_steps and "learning_rates" in first["settings"]
     if name == "nonlinear-output":
         assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss"} <= set(first)
-        assert first["widths"] == list(settings["widths"])
+        assert first["widths"] == list(settings.widths)
         for field in ("delta_k", "steps", "final_loss"):
             assert set(first[field]) == {"linear", "softmax", "swish"}
             for per in first[field].values():
-                assert len(per) == len(settings["widths"]) and all(len(v) == runs for v in per)
+                assert len(per) == len(settings.widths) and all(len(v) == runs for v in per)
         traj = first["trajectory"]
         assert set(traj) == {"width", "epochs", "linear", "softmax", "swish"}
-        assert traj["width"] == settings["trajectory_width"] and traj["epochs"][0] == 0
+        assert traj["width"] == settings.trajectory_width and traj["epochs"][0] == 0
         assert all(len(traj[k]) == len(traj["epochs"]) and len(traj[k][0]) == runs for k in le.FIGURE1_KINDS)
         lrs = first["settings"]["learning_rates"]
-        assert set(lrs) == {"cross_entropy", "swish"} and len(lrs["swish"]) == len(settings["widths"])
+        assert set(lrs) == {"cross_entropy", "swish"} and len(lrs["swish"]) == len(settings.widths)
         # f and softmax(f) share their training path: same steps and losses
         assert first["steps"]["linear"] == first["steps"]["softmax"]
     else:
         assert COMMON_KEYS | {"width", "bottleneck_widths", "delta_k", "steps", "final_loss"} <= set(first)
-        assert first["width"] == settings["width"]
-        assert first["bottleneck_widths"] == list(settings["bottleneck_widths"])
+        assert first["width"] == settings.width
+        assert first["bottleneck_widths"] == list(settings.bottleneck_widths)
         for field in ("delta_k", "steps", "final_loss"):
             per = first[field]
-            assert len(per) == len(settings["bottleneck_widths"]) and all(len(v) == runs for v in per)
+            assert len(per) == len(settings.bottleneck_widths) and all(len(v) == runs for v in per)
     steps = first["steps"] if name == "bottleneck" else first["steps"]["linear"]
-    assert all(0 < s <= settings["max_steps"] for v in steps for s in v)
+    assert all(0 < s <= settings.max_steps for v in steps for s in v)
     # second run: every piece from the cache, identical numbers
     with pytest.warns(UserWarning, match="step cap"):
         second = reproduce.run(name, "ci", tmp_path)

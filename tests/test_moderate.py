@@ -10,6 +10,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from ntkbook import scales
 from ntkbook.experiments import moderate as mo
 
 
@@ -108,12 +109,12 @@ def test_sgd_single_step_and_shapes(small):
 
 
 def test_jacobian_spectrum_experiment_bounds():
-    out = mo.jacobian_spectrum_vs_k({"n": 8, "d": 5, "widths": (4, 64), "seeds": 2}, jax.random.key(0))
+    out = mo.jacobian_spectrum_vs_k(scales.get("jacobian_vs_k", "ci").replace(n=8, d=5, widths=(4, 64), seeds=2), jax.random.key(0))
     assert np.all(out["norm"] <= out["norm_bound"])
     assert out["k_star"] > 0 and out["lam"] > 0
 
 
 def test_random_features_experiment():
-    out = mo.random_features_vs_k({"n": 8, "d": 5, "widths": (2000,), "seeds": 2}, jax.random.key(0))
+    out = mo.random_features_vs_k(scales.get("random_features", "ci").replace(n=8, d=5, widths=(2000,), seeds=2), jax.random.key(0))
     np.testing.assert_allclose(out["normalized"], out["lam_tilde"], rtol=0.5)  # λ_min(ΦΦᵀ)/k → λ̃
     assert out["lam_tilde"] >= out["gamma_bound"]  # Appendix H: λ̃ ≥ γ_φ² σ²_min(X∗X)

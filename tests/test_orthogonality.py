@@ -16,9 +16,13 @@ from ntkbook.experiments import orthogonality as eo
 from ntkbook.models import mlp
 from ntkbook.models.densenet import DenseNet, densenet
 
-SETTINGS = dict(dataset="digits", classes=(3, 8), n_per_class=3, data_seed=0, seed=0, depth=3, widths=(6, 12),
-                bottleneck_widths=(3, 6), bottleneck_outer=12, runs=1, sampled_neurons=64, gd_steps=5,
-                lr_factor=1.0, radius=1.0, neurons=1, directions=1, tol=1e-4, ascent_steps=3)
+SETTINGS = scales.get("orthogonality", "ci").replace(
+    n_per_class=3, widths=(6, 12), bottleneck_widths=(3, 6), bottleneck_outer=12, runs=1, sampled_neurons=64,
+    gd_steps=5)
+GEOMETRY = scales.get("neuron_geometry", "ci").replace(n_per_class=3, widths=(6, 12), depth=2, gd_steps=5, radius=1.0,
+                                                       neurons=1, directions=1, tol=1e-4, ascent_steps=3)
+DENSENET = scales.get("densenet", "ci").replace(n_per_class=3, widths=(6, 12), depth=2, gd_steps=5, radius=1.0,
+                                                tol=1e-4)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -130,10 +134,10 @@ def test_clt_prediction_against_a_wide_network():
 def test_load_data_and_networks():
     x, y = eo.load_data(SETTINGS)
     assert x.shape == (6, 64) and set(np.unique(np.asarray(y))) == {-1.0, 1.0}
-    xg, _ = eo.load_data(SETTINGS | {"dataset": "gaussian"})
+    xg, _ = eo.load_data(SETTINGS.replace(dataset="gaussian"))
     np.testing.assert_allclose(np.linalg.norm(np.asarray(xg), axis=1), 8.0, rtol=1e-6)
     with pytest.raises(ValueError, match="unknown dataset"):
-        eo.load_data(SETTINGS | {"dataset": "cifar"})
+        eo.load_data(SETTINGS.replace(dataset="cifar"))
     fc, _ = eo.make_network("fc", 5, 0, SETTINGS, 64)
     bn, _ = eo.make_network("bottleneck", 2, 0, SETTINGS, 64)
     dn, _ = eo.make_network("densenet", 4, 0, SETTINGS, 64)
@@ -153,17 +157,16 @@ def test_train_decreases_the_loss():
 
 def test_turn_quadratic_and_densenet_pieces():
     """Depth 2 (one compiled network per piece): the structure of every piece's output."""
-    small = SETTINGS | {"depth": 2}
-    turn = eo.turn_piece({"width": 8, "run": 0}, small)
+    turn = eo.turn_piece({"width": 8, "run": 0}, GEOMETRY)
     layers = np.asarray(turn["layer"])
     assert sorted(set(layers.tolist())) == [1, 2] and set(turn) == set(eo.TURN_FIELDS)
     assert np.all(np.asarray(turn["angle_top"])[layers == 1] < 1e-5)  # α̃⁽¹⁾ is linear in θ
     assert np.all(np.asarray(turn["angle_top"])[layers > 1] > 1e-3)
-    quad = eo.quadratic_term_piece({"width": 8, "run": 0}, small)
+    quad = eo.quadratic_term_piece({"width": 8, "run": 0}, GEOMETRY)
     assert quad["target_layer"] == [3]  # the output f, assembled from the layer-2 neurons
     assert np.all(np.asarray(quad["worst"]) > 0) and np.all(np.asarray(quad["frame"]) >= 1.0 - 1e-6)
     np.testing.assert_allclose(quad["bound_with_frame"], np.asarray(quad["bound"]) * np.asarray(quad["frame"]))
-    hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, small)
+    hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, DENSENET)
     assert hess["hessian_norm"] > 0 and hess["residual"] < 1e-2
 
 
@@ -192,8 +195,8 @@ def test_orthogonality_reproduction(tmp_path, monkeypatch):
     """The registered reproduction, on the tiny SETTINGS in place of the ci row (the ci row itself runs in
     the notebook and through ``python -m ntkbook reproduce orthogonality --scale ci``): JSON keys, shapes,
     internal consistency, figure, resume from the cache."""
-    small = {k: SETTINGS[k] for k in scales.TABLE["orthogonality"]["ci"]}  # two widths each: the figure fits power laws
-    monkeypatch.setitem(scales.TABLE["orthogonality"], "ci", small)
+    # two widths each: the figure fits power laws
+    monkeypatch.setitem(scales.TABLE["orthogonality"], "ci", SETTINGS)
     result = reproduce.run("orthogonality", "ci", tmp_path)
     on_disk = json.loads((tmp_path / "orthogonality.json").read_text())
     assert on_disk == result

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from dataclasses import dataclass
 
 import pytest
 
@@ -15,10 +16,16 @@ class Interrupt(Exception):
     pass
 
 
+@dataclass(frozen=True, kw_only=True)
+class Toy(scales.ExperimentSettings):
+    n: int
+    offset: float
+
+
 @pytest.fixture
 def toy(monkeypatch):
     """A registered reproduction whose pieces square numbers and count their calls."""
-    monkeypatch.setitem(scales.TABLE, "toy", {s: {"n": 5, "offset": 0.5} for s in scales.SCALES})
+    monkeypatch.setitem(scales.TABLE, "toy", {s: Toy(n=5, offset=0.5) for s in scales.SCALES})
     calls = []
     state = {"fail_at": None}
 
@@ -26,14 +33,14 @@ def toy(monkeypatch):
         if piece["i"] == state["fail_at"]:
             raise Interrupt
         calls.append(piece["i"])
-        return {"square": (piece["i"] + settings["offset"]) ** 2}
+        return {"square": (piece["i"] + settings.offset) ** 2}
 
     def plot(result, path):
         path.write_bytes(b"\x89PNG fake")
 
     r = reproduce.Reproduction(
         name="toy", experiment="toy", description="squares",
-        pieces=lambda s: [{"i": i} for i in range(s["n"])],
+        pieces=lambda s: [{"i": i} for i in range(s.n)],
         compute=compute,
         assemble=lambda s, pieces, results: {"squares": [r["square"] for r in results], "settings": {"rule": "i²"}},
         plot=plot,
@@ -88,7 +95,7 @@ def test_corrupted_cache_is_recomputed(toy, tmp_path):
 def test_settings_change_uses_a_new_cache(toy, tmp_path, monkeypatch):
     calls, _ = toy
     reproduce.run("toy", "ci", tmp_path)
-    monkeypatch.setitem(scales.TABLE["toy"], "ci", {"n": 5, "offset": 1.5})
+    monkeypatch.setitem(scales.TABLE["toy"], "ci", Toy(n=5, offset=1.5))
     result = reproduce.run("toy", "ci", tmp_path)
     assert len(calls) == 10 and result["squares"][0] == 2.25
 

@@ -320,7 +320,7 @@ THEOREM1_FIELDS = ("family", "weights", "scaling", "width", "seed", "scale", "ma
 
 def theorem1_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Independent pieces: one per (family, seed); each covers every width and weight kind."""
-    return [{"family": f, "seed": s} for f in settings["families"] for s in range(settings["seeds"])]
+    return [{"family": f, "seed": s} for f in settings.families for s in range(settings.seeds)]
 
 
 def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any, beta: Mapping[str, float],
@@ -333,9 +333,9 @@ def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any
     Returns rows (lists) with the fields of :data:`THEOREM1_FIELDS`, one per (width, weight kind).
     """
     key = jax.random.key(0) if key is None else key
-    family = asm.get_family(piece["family"], "tanh", settings["hidden"])
-    radius = float(settings["radius"])
-    widths = sorted(int(m) for m in settings["widths"])
+    family = asm.get_family(piece["family"], "tanh", settings.hidden)
+    radius = float(settings.radius)
+    widths = sorted(int(m) for m in settings.widths)
     m_max = widths[-1]
     b = float(beta[piece["family"]])
     rows: dict[str, list] = {k: [] for k in THEOREM1_FIELDS}
@@ -347,18 +347,18 @@ def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any
         w_all = asm.init_sub_models(k_w, family, m_max, d, jnp.float64)
         p = w_all.shape[1]
         q_basis = asm.active_basis(family, x64)
-        sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / b, int(settings["ascent_steps"]))
+        sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / b, int(settings.ascent_steps))
         psi = jnp.maximum(sub["plus"], sub["minus"])
-        for weights in settings["weights"]:
+        for weights in settings.weights:
             v_all = asm.assembly_weights(k_v, m_max, weights, jnp.float64)
             scaling = asm.resolve_scaling(family, weights)
             for m in widths:
                 mask = (jnp.arange(m_max) < m).astype(jnp.float64)
                 v = v_all * mask
                 s = asm.scaling_factor(m, scaling)
-                wc = worst_case(family, w_all, v, s, x64, q_basis, sub, radius, b, int(settings["refine_steps"]))
+                wc = worst_case(family, w_all, v, s, x64, q_basis, sub, radius, b, int(settings.refine_steps))
                 k_m = jax.random.fold_in(k_dir, m)
-                dirs = jax.random.normal(k_m, (int(settings["directions"]), m_max, p), jnp.float64) * mask[:, None]
+                dirs = jax.random.normal(k_m, (int(settings.directions), m_max, p), jnp.float64) * mask[:, None]
                 dirs = dirs * (radius / jnp.linalg.norm(dirs.reshape(dirs.shape[0], -1), axis=1))[:, None, None]
                 rand = np.asarray(jax.vmap(lambda dl, v=v, s=s: _assembly_remainder(family, w_all, v, s, x64, dl))(
                     dirs))
@@ -578,18 +578,18 @@ def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Arra
     """
     key = jax.random.key(0) if key is None else key
     family = asm.get_family("neuron")
-    radius = float(settings["radius"])
-    widths = sorted(int(m) for m in settings["widths"])
+    radius = float(settings.radius)
+    widths = sorted(int(m) for m in settings.widths)
     m_max = widths[-1]
     fields = ("dominant", "width", "seed", "ratio", "worst", "grad_norm", "relative")
     out: dict[str, list] = {k: [] for k in fields}
     with jax.enable_x64(True):
         x64 = jnp.asarray(np.asarray(x, np.float64))
         q_basis = asm.active_basis(family, x64)
-        for seed in range(settings["seeds"]):
+        for seed in range(settings.seeds):
             k_w, k_v = jax.random.split(jax.random.fold_in(key, seed))
             w_all = asm.init_sub_models(k_w, family, m_max, x64.shape[0], jnp.float64)
-            sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / beta, int(settings["ascent_steps"]))
+            sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / beta, int(settings.ascent_steps))
             v_all = asm.assembly_weights(k_v, m_max, "signs", jnp.float64)
             g_all = np.asarray(_sub_outputs(family, w_all, x64))
             for dominant in (False, True):
@@ -599,7 +599,7 @@ def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Arra
                         v = v.at[0].multiply(math.sqrt(m))
                     s = math.sqrt(m)
                     wc = worst_case(family, w_all, v, s, x64, q_basis, sub, radius, beta,
-                                    int(settings["refine_steps"]))
+                                    int(settings.refine_steps))
                     gn = float(_assembly_grad_norm(family, w_all, v, s, x64))
                     a = np.abs(np.asarray(v[:m]) * g_all[:m])
                     row = {"dominant": dominant, "width": m, "seed": seed, "ratio": float(np.median(a) / np.max(a)),

@@ -225,15 +225,15 @@ def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
     Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
     ``lanczos_steps``.
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
     at_init, runs = [], []
     n = x.shape[0]
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings["seeds"])])
-        a, r = _nonlinear_width(keys, x, y, int(m), phi, int(settings["steps"]), float(settings["lr_factor"]),
-                                int(settings["lanczos_steps"]))
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        a, r = _nonlinear_width(keys, x, y, int(m), phi, int(settings.steps), float(settings.lr_factor),
+                                int(settings.lanczos_steps))
         a = {k: np.asarray(v).ravel() for k, v in a.items()}  # (seeds, n) → flat
-        seeds = settings["seeds"]
+        seeds = settings.seeds
         a.update(width=np.full(seeds * n, int(m)), seed=np.repeat(np.arange(seeds), n),
                  input=np.tile(np.arange(n), seeds))
         at_init.append(a)
@@ -321,12 +321,12 @@ def eq30_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]
     from ..norms import norm_221
 
     rows: dict[str, list] = {k: [] for k in EQ30_FIELDS}
-    alpha = float(settings["alpha"])
-    for name in settings["activations"]:
+    alpha = float(settings.alpha)
+    for name in settings.activations:
         act = get_activation(name)
         mean, sd = eq30_limit(act, alpha)
-        for m in settings["widths"]:
-            for s in range(settings["seeds"]):
+        for m in settings.widths:
+            for s in range(settings.seeds):
                 w = jax.random.normal(_fold(key, m, s), (int(m),))
                 t = second_derivative_tensor(w, alpha, act)
                 res = norm_221(t)
@@ -423,14 +423,14 @@ def theorem_4_1_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.n
     ``block`` (W, seeds), and the two random factors ``S_over_sqrt_m`` = Σⱼw⁽⁴⁾ⱼ(w⁽³⁾ⱼ)²/√m and
     ``w1_fourth`` = Σᵢ(w⁽¹⁾ᵢ)⁴/m, so that block = (x⁴/4)·w1_fourth·|S_over_sqrt_m|.
     """
-    x = float(settings["x"])
+    x = float(settings.x)
     out: dict[str, list] = {"block": [], "S_over_sqrt_m": [], "w1_fourth": []}
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jax.random.split(_fold(key, m), settings["seeds"])
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jax.random.split(_fold(key, m), settings.seeds)
         res = _theorem_4_1_width(keys, int(m), x)
         for k in out:
             out[k].append(np.asarray(res[k], np.float64))
-    return {"widths": np.asarray(settings["widths"]), **{k: np.stack(v) for k, v in out.items()}}
+    return {"widths": np.asarray(settings.widths), **{k: np.stack(v) for k, v in out.items()}}
 
 
 @partial(jax.jit, static_argnames=("m",))
@@ -521,10 +521,10 @@ def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, 
     Settings: ``widths``, ``seeds``, ``x``, ``radius``, ``lanczos_steps``.
     """
     rows = []
-    x = jnp.asarray([float(settings["x"])])
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jax.random.split(_fold(key, m), settings["seeds"])
-        res = _ball_width(keys, int(m), x, float(settings["radius"]), int(settings["lanczos_steps"]))
+    x = jnp.asarray([float(settings.x)])
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jax.random.split(_fold(key, m), settings.seeds)
+        res = _ball_width(keys, int(m), x, float(settings.radius), int(settings.lanczos_steps))
         res = {k: np.asarray(v) for k, v in res.items()}  # (seeds, points)
         seeds, npts = res["hessian"].shape
         row = {k: res[k].ravel() for k in res}
@@ -588,18 +588,18 @@ def bottleneck_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str,
     Settings: ``widths``, ``fixed_width``, ``bottlenecks``, ``seeds``, ``num_inputs``, ``radius``,
     ``steps``, ``lr_factor``, ``lanczos_steps``.
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
-    pieces = [(int(m), 1) for m in settings["widths"]]
-    pieces += [(int(settings["fixed_width"]), int(mb)) for mb in settings["bottlenecks"]
-               if (int(settings["fixed_width"]), int(mb)) not in pieces]
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
+    pieces = [(int(m), 1) for m in settings.widths]
+    pieces += [(int(settings.fixed_width), int(mb)) for mb in settings.bottlenecks
+               if (int(settings.fixed_width), int(mb)) not in pieces]
     rows = []
     for m, mb in progress(pieces, desc="(m, m_b)", total=len(pieces)):
-        keys = jnp.stack([_fold(key, m, mb, s) for s in range(settings["seeds"])])
-        res = _bottleneck_one(keys, x, y, m, mb, int(settings["steps"]), float(settings["lr_factor"]),
-                              int(settings["lanczos_steps"]))
+        keys = jnp.stack([_fold(key, m, mb, s) for s in range(settings.seeds)])
+        res = _bottleneck_one(keys, x, y, m, mb, int(settings.steps), float(settings.lr_factor),
+                              int(settings.lanczos_steps))
         res = {k: np.asarray(v) for k, v in res.items()}
-        res.update(width=np.full(settings["seeds"], m), bottleneck=np.full(settings["seeds"], mb),
-                   seed=np.arange(settings["seeds"]))
+        res.update(width=np.full(settings.seeds, m), bottleneck=np.full(settings.seeds, mb),
+                   seed=np.arange(settings.seeds))
         rows.append(res)
     out = _stack(rows)
     return {k: out[k] for k in WIDTH_FIELDS}

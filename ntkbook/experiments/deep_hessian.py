@@ -1166,14 +1166,14 @@ def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str,
     from ..hessian import dense_spectral_norm
     from ..models.resnet import resnet
 
-    d, depth = settings["input_dim"], settings["depth"]
+    d, depth = settings.input_dim, settings.depth
     rows = []
     with jax.enable_x64(True):
-        m = settings["small_width"]
+        m = settings.small_width
         x = unit_scale_input(jax.random.fold_in(key, 1), d, jnp.float64)
         make = {"MLP": lambda: mlp(jax.random.fold_in(key, 2), (m,) * depth, input_dim=d, dtype=jnp.float64),
                 "ResNet": lambda: resnet(jax.random.fold_in(key, 4), m, depth, input_dim=d, dtype=jnp.float64)}
-        for name in settings["small_models"]:
+        for name in settings.small_models:
             model, params = make[name]()
             ref = dense_spectral_norm(lambda p, model=model: _full_output(p, model, x), params)
             p_size, n_size = flat_spec(params).size, compressed_dimension(model, params)
@@ -1181,11 +1181,11 @@ def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str,
                 h = hessian_norm(model, params, x, method=method, tol=1e-12)
                 rows.append({"network": f"{name}, m = {m} (float64)", "P": p_size, "N": n_size, "reference": ref,
                              "compressed": h.value, "method": h.method, "products": h.iterations})
-    m = settings["large_width"]
+    m = settings.large_width
     model, params = mlp(jax.random.fold_in(key, 5), (m,) * depth, input_dim=d)
     x = unit_scale_input(jax.random.fold_in(key, 1), d)
-    full = hessian_norm(model, params, x, method=settings["reference_method"], tol=settings["tol"])
-    comp = hessian_norm(model, params, x, tol=settings["tol"])
+    full = hessian_norm(model, params, x, method=settings.reference_method, tol=settings.tol)
+    comp = hessian_norm(model, params, x, tol=settings.tol)
     rows.append({"network": f"MLP, m = {m} (float32)", "P": full.size, "N": comp.size,
                  "reference": full.value, "compressed": comp.value, "method": comp.method,
                  "products": comp.iterations, "reference_products": full.iterations})
@@ -1204,9 +1204,9 @@ def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     ``b_two2``, the four terms and the total ``eq_17``, the tighter ``blockwise`` bound, and ``hessian``
     (‖H‖ with respect to (W₁, W₂)).
     """
-    d, act = settings["input_dim"], settings["activation"]
+    d, act = settings.input_dim, settings.activation
     rows: dict[str, list] = {}
-    pieces = [(m, s) for m in settings["widths"] for s in range(settings["seeds"])]
+    pieces = [(m, s) for m in settings.widths for s in range(settings.seeds)]
     for m, s in progress(pieces, desc="Prop. 3.1", total=len(pieces)):
         k = jax.random.fold_in(key, 1000 * s + m)
         model, params = _network(k, (m, m), d, act, train_output=False)
@@ -1232,21 +1232,21 @@ def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray
     ``blockwise``, ``lemma_f1``, ``theorem_3_1``, ``Q_inf``, ``Q_L``, ``Q_221``, ``L_phi``, ``C1``,
     ``C2``, ``L_phi_a_priori`` (Lemma G.2 bound on max_l ‖J_α⁽ˡ⁾‖), ``ja_max`` and ``kernel``.
     """
-    d, act = settings["input_dim"], settings["activation"]
-    pieces = [(L, m, s) for L in settings["depths"] for m in settings["widths"] for s in range(settings["seeds"])]
+    d, act = settings.input_dim, settings.activation
+    pieces = [(L, m, s) for L in settings.depths for m in settings.widths for s in range(settings.seeds)]
     rows: dict[str, list] = {}
     for L, m, s in progress(pieces, desc="Thm. 3.1", total=len(pieces)):
         k = jax.random.fold_in(key, 100_000 * L + 1000 * s + m)
         model, p0 = _network(k, (m,) * L, d, act, train_output=True)
         x = unit_scale_input(jax.random.fold_in(key, 7), d)
         points = [(0.0, p0)]
-        for j, r in enumerate(settings["radii"]):
-            for i in range(settings["sphere_points"]):
+        for j, r in enumerate(settings.radii):
+            for i in range(settings.sphere_points):
                 points.append((float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r))))
         for r, p in points:
             f = layer_factors(model, p, x)
             bnd = hessian_bounds(f, include_v=True)
-            h = hessian_norm(model, p, x, tol=settings["tol"])
+            h = hessian_norm(model, p, x, tol=settings.tol)
             prior = a_priori_layer_jacobian(model, p0, p)
             row = {"depth": L, "width": m, "seed": s, "radius": r, "hessian": h.value, "kernel": h.kernel,
                    "ja_max": float(np.nanmax(f["ja"])), "L_phi_a_priori": float(np.nanmax(prior)), **bnd}

@@ -101,23 +101,23 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     ``gd_loss`` (initial and final loss), ``products`` (Hessian-vector products used in total).
     """
     x = xs[0]
-    tol = settings["tol"]
+    tol = settings.tol
     h0 = hessian_norm(model, params0, x, tol=tol)
-    out: dict[str, Any] = {"h0": h0.value, "k0": h0.kernel, "products": h0.iterations, "radii": list(settings["radii"])}
+    out: dict[str, Any] = {"h0": h0.value, "k0": h0.kernel, "products": h0.iterations, "radii": list(settings.radii)}
     out["sphere"], out["ascent"], out["ascent_distance"], out["ascent_kernel"] = [], [], [], []
     best_point = params0
-    if list(settings["radii"]) != sorted(settings["radii"]):
-        raise ValueError(f"radii must be increasing, got {settings['radii']}")
-    for j, r in enumerate(settings["radii"]):
+    if list(settings.radii) != sorted(settings.radii):
+        raise ValueError(f"radii must be increasing, got {settings.radii}")
+    for j, r in enumerate(settings.radii):
         vals = []
-        for i in range(settings["sphere_points"]):
+        for i in range(settings.sphere_points):
             p = _sphere_point(jax.random.fold_in(key, 100 * j + i), params0, float(r))
             h = hessian_norm(model, p, x, tol=tol, start=h0.eigenvector)
             vals.append(h.value)
             out["products"] += h.iterations
         out["sphere"].append(vals)
         # the balls are nested: start from the maximizer found in the previous (smaller) ball
-        asc = ascend_hessian_norm(model, params0, x, float(r), steps=settings["ascent_steps"], tol=tol,
+        asc = ascend_hessian_norm(model, params0, x, float(r), steps=settings.ascent_steps, tol=tol,
                                   start=best_point)
         best_point = asc["params"]
         out["ascent"].append(asc["value"])
@@ -126,8 +126,8 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         out["products"] += asc["products"]
     k = kernel_matrix(model, params0, xs)
     lr = xs.shape[0] / float(np.linalg.eigvalsh(k)[-1])
-    gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings["gd_steps"],
-                        checkpoints=settings["gd_checkpoints"])
+    gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings.gd_steps,
+                        checkpoints=settings.gd_checkpoints)
     gh, gk, start = [], [], h0.eigenvector
     for p in gd["points"]:
         h = hessian_norm(model, p, x, tol=tol, start=start)
@@ -147,14 +147,14 @@ def ball_sweep(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
     ``params`` (P) and ``seconds``."""
     import time
 
-    d, L = settings["input_dim"], settings["depth"]
-    xs, ys = _training_data(jax.random.fold_in(key, 1), settings["num_train"], d)
-    pieces = [(m, s) for m in settings["widths"] for s in range(settings["seeds"])]
+    d, L = settings.input_dim, settings.depth
+    xs, ys = _training_data(jax.random.fold_in(key, 1), settings.num_train, d)
+    pieces = [(m, s) for m in settings.widths for s in range(settings.seeds)]
     out = []
     for m, s in progress(pieces, desc="Thm. 3.2", total=len(pieces)):
         t0 = time.perf_counter()
         k = jax.random.fold_in(key, 1000 * s + m)
-        model, p0 = mlp(k, (m,) * L, input_dim=d, activation=settings["activation"])
+        model, p0 = mlp(k, (m,) * L, input_dim=d, activation=settings.activation)
         row = ball_piece(model, p0, xs, ys, settings, jax.random.fold_in(k, 5))
         row.update(width=m, seed=s, params=sum(x.size for x in jax.tree_util.tree_leaves(p0)),
                    seconds=time.perf_counter() - t0)
@@ -208,16 +208,16 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     Rows: ``layer`` (1-based; 0 for the uniform network), ``narrow`` (m_j), ``min_width``,
     ``seed``, ``hessian``, ``kernel``.
     """
-    d, L, base = settings["input_dim"], settings["depth"], settings["base"]
+    d, L, base = settings.input_dim, settings.depth, settings.base
     x = unit_scale_input(jax.random.fold_in(key, 7), d)
-    cases = [(j, m) for j in range(L + 1) for m in settings["narrow"]]
-    pieces = [(j, m, s) for j, m in cases for s in range(settings["seeds"])]
+    cases = [(j, m) for j in range(L + 1) for m in settings.narrow]
+    pieces = [(j, m, s) for j, m in cases for s in range(settings.seeds)]
     rows: dict[str, list] = {k: [] for k in ("layer", "narrow", "min_width", "seed", "hessian", "kernel")}
     for j, m, s in progress(pieces, desc="Thm. 3.3", total=len(pieces)):
         widths = tuple(m for _ in range(L)) if j == 0 else tuple(m if i == j - 1 else base for i in range(L))
         model, p = mlp(jax.random.fold_in(key, 10_000 * j + 100 * s + m), widths, input_dim=d,
-                       activation=settings["activation"])
-        h = hessian_norm(model, p, x, tol=settings["tol"])
+                       activation=settings.activation)
+        h = hessian_norm(model, p, x, tol=settings.tol)
         for k_, v in zip(rows, (j, m, min(widths), s, h.value, h.kernel), strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}
@@ -246,23 +246,23 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     Rows: ``architecture`` ("cnn"/"resnet"), ``width``, ``seed``, ``params`` (P), ``h0``, ``h_sphere``,
     ``kernel`` (K at W₀; ResNet only, NaN for the CNN), ``iterations``.
     """
-    img = jnp.asarray(digit_image(settings["image"]))
-    xr = unit_scale_input(jax.random.fold_in(key, 7), settings["input_dim"])
+    img = jnp.asarray(digit_image(settings.image))
+    xr = unit_scale_input(jax.random.fold_in(key, 7), settings.input_dim)
     rows: dict[str, list] = {k: [] for k in ("architecture", "width", "seed", "params", "h0", "h_sphere", "kernel",
                                              "iterations")}
-    cases = [("cnn", m) for m in settings["cnn_widths"]] + [("resnet", m) for m in settings["resnet_widths"]]
-    pieces = [(a, m, s) for a, m in cases for s in range(settings["seeds"])]
+    cases = [("cnn", m) for m in settings.cnn_widths] + [("resnet", m) for m in settings.resnet_widths]
+    pieces = [(a, m, s) for a, m in cases for s in range(settings.seeds)]
     for arch, m, s in progress(pieces, desc="CNN/ResNet", total=len(pieces)):
         k = jax.random.fold_in(key, 1000 * s + m + (0 if arch == "cnn" else 500_000))
         if arch == "cnn":
-            model, p = conv_net(k, (m,) * settings["cnn_depth"], spatial=img.shape, kernel_size=3)
+            model, p = conv_net(k, (m,) * settings.cnn_depth, spatial=img.shape, kernel_size=3)
             x = img
         else:
-            model, p = resnet(k, m, settings["resnet_depth"], input_dim=settings["input_dim"])
+            model, p = resnet(k, m, settings.resnet_depth, input_dim=settings.input_dim)
             x = xr
-        h0 = hessian_norm(model, p, x, tol=settings["tol"])
-        q = _sphere_point(jax.random.fold_in(k, 3), p, float(settings["radius"]))
-        h1 = hessian_norm(model, q, x, tol=settings["tol"], start=h0.eigenvector)
+        h0 = hessian_norm(model, p, x, tol=settings.tol)
+        q = _sphere_point(jax.random.fold_in(k, 3), p, float(settings.radius))
+        h1 = hessian_norm(model, q, x, tol=settings.tol, start=h0.eigenvector)
         size = sum(a.size for a in jax.tree_util.tree_leaves(p))
         vals = (arch, m, s, size, h0.value, h1.value, np.nan if h0.kernel is None else h0.kernel,
                 h0.iterations + h1.iterations)
@@ -280,16 +280,16 @@ def activation_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nd
     """
     from .deep_hessian import layer_factors
 
-    d, L = settings["input_dim"], settings["depth"]
+    d, L = settings.input_dim, settings.depth
     x = unit_scale_input(jax.random.fold_in(key, 7), d)
-    pieces = [(a, m, s) for a in settings["activations"] for m in settings["widths"] for s in range(settings["seeds"])]
+    pieces = [(a, m, s) for a in settings.activations for m in settings.widths for s in range(settings.seeds)]
     rows: dict[str, list] = {k: [] for k in ("activation", "width", "seed", "h0", "ascent", "kernel", "L_phi")}
     for act, m, s in progress(pieces, desc="activations", total=len(pieces)):
         model, p = mlp(jax.random.fold_in(key, 1000 * s + m), (m,) * L, input_dim=d, activation=act)
-        h0 = hessian_norm(model, p, x, tol=settings["tol"])
-        asc = ascend_hessian_norm(model, p, x, float(settings["radius"]), steps=settings["ascent_steps"],
-                                  tol=settings["tol"])
-        f = layer_factors(model, p, x) if m <= settings["factor_max_width"] else None
+        h0 = hessian_norm(model, p, x, tol=settings.tol)
+        asc = ascend_hessian_norm(model, p, x, float(settings.radius), steps=settings.ascent_steps,
+                                  tol=settings.tol)
+        f = layer_factors(model, p, x) if m <= settings.factor_max_width else None
         lphi = float(np.nanmax(f["ja"])) if f is not None else np.nan
         for k_, v in zip(rows, (act, m, s, h0.value, asc["value"], h0.kernel, lphi), strict=True):
             rows[k_].append(v)
@@ -340,16 +340,16 @@ def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     layer-coupling and output blocks survive since σ'' = 0 a.e.), ``defect`` and ``kernel_change`` of
     :func:`segment_defect`.
     """
-    d, L, r = settings["input_dim"], settings["depth"], float(settings["radius"])
+    d, L, r = settings.input_dim, settings.depth, float(settings.radius)
     x = unit_scale_input(jax.random.fold_in(key, 7), d)
     rows: dict[str, list] = {k: [] for k in ("activation", "width", "seed", "hessian", "defect", "kernel_change")}
-    pieces = [(a, m, s) for a in settings["activations"] for m in settings["widths"] for s in range(settings["seeds"])]
+    pieces = [(a, m, s) for a in settings.activations for m in settings.widths for s in range(settings.seeds)]
     for act, m, s in progress(pieces, desc="ReLU vs smooth", total=len(pieces)):
         k = jax.random.fold_in(key, 1000 * s + m)
         model, p0 = mlp(k, (m,) * L, input_dim=d, activation=act)
         p1 = tree_axpy(r, random_direction(jax.random.fold_in(k, 1), p0), p0)
-        h0 = hessian_norm(model, p0, x, tol=settings["tol"])
-        seg = segment_defect(model, p0, p1, x, nodes=settings["nodes"])
+        h0 = hessian_norm(model, p0, x, tol=settings.tol)
+        seg = segment_defect(model, p0, p1, x, nodes=settings.nodes)
         for k_, v in zip(rows, (act, m, s, h0.value, seg["defect"], seg["kernel_change"]), strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}

@@ -71,7 +71,7 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
     Gram route.
     """
     rows = []
-    for i, (n, d) in enumerate(settings["shapes"]):
+    for i, (n, d) in enumerate(settings.shapes):
         k = jax.random.fold_in(key, i)
         a, b = _normal(jax.random.fold_in(k, 0), (n, d)), _normal(jax.random.fold_in(k, 1), (n, d + 1))
         ab = kr.khatri_rao(a, b)
@@ -81,7 +81,7 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
                      "relative": float(np.abs(lhs - rhs).max() / np.abs(rhs).max()),
                      "σ_min SVD": float("nan"), "σ_min Gram": float("nan")})
         x = _sphere(jax.random.fold_in(k, 2), n, d)
-        for r in settings["orders"]:
+        for r in settings.orders:
             xr = kr.khatri_rao_power(x, r)
             g_explicit, g_hadamard = xr @ xr.T, kr.hadamard_gram(x, r)
             svd = np.linalg.svd(xr, compute_uv=False)
@@ -109,11 +109,11 @@ def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndar
     """
     out: dict[str, list] = {k: [] for k in ("d", "n", "D", "seed", "norm", "sigma2", "lambda_min_raw",
                                             "gram_norm", "resolution", "kappa", "mp")}
-    for d in progress(settings["ds"], desc="d"):
+    for d in progress(settings.ds, desc="d"):
         big_d = kr.symmetric_dimension(d, 2)
-        ns = sorted({max(2, round(f * big_d)) for f in settings["fractions"]} | {d})
+        ns = sorted({max(2, round(f * big_d)) for f in settings.fractions} | {d})
         for n in ns:
-            for s in range(settings["seeds"]):
+            for s in range(settings.seeds):
                 x = _sphere(jax.random.fold_in(jax.random.fold_in(key, 1000 * d + s), n), n, d)
                 g2 = kr.hadamard_gram(x, 2)
                 ev = np.linalg.eigvalsh(g2)
@@ -143,7 +143,7 @@ def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str 
     ``lam`` (λ(X) for ``activation``), ``norm`` and the exact upper bound ``sin_theta`` = ε/√(1+ε²)
     (σ_min(X∗X) ≤ ‖(x₀⊗x₀ − x₁⊗x₁)/√2‖ = sin θ), plus the ε = 0 values and the base data's values.
     """
-    n, d = int(settings["n"]), int(settings["d"])
+    n, d = int(settings.n), int(settings.d)
     base = _sphere(jax.random.fold_in(key, 0), n, d)
     kdir = jax.random.fold_in(key, 1)
 
@@ -155,12 +155,12 @@ def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str 
                 "lam": cov.lambda_min(sig), "norm": kr.spectral_norm(x), "tol_gram": gram_tolerance(g2),
                 "tol_sigma": gram_tolerance(sig)}
 
-    result: dict[str, Any] = {"base": measure(base), "epsilons": np.asarray(settings["epsilons"], float)}
+    result: dict[str, Any] = {"base": measure(base), "epsilons": np.asarray(settings.epsilons, float)}
     with jax.enable_x64(True):
         xb = jax.numpy.asarray(base)
         for kind, antipodal in (("near", False), ("antipodal", True)):
             rows = [measure(np.asarray(sphere.with_near_duplicate(xb, float(e), kdir, antipodal=antipodal)))
-                    for e in settings["epsilons"]]
+                    for e in settings.epsilons]
             result[kind] = {k: np.asarray([r[k] for r in rows]) for k in rows[0]}
             result[kind]["sin_theta"] = result["epsilons"] / np.sqrt(1 + result["epsilons"] ** 2)
             exact = sphere.with_near_duplicate(xb, 0.0, kdir, antipodal=antipodal)
@@ -180,24 +180,24 @@ def monte_carlo_z_limit(entries: int, false_alarm: float = 1e-3) -> float:
 
 
 def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
-    """Σ(X) and Σ̃(X) by every route, for each activation in ``settings["activations"]``.
+    """Σ(X) and Σ̃(X) by every route, for each activation in ``settings.activations``.
 
     Settings: ``n``, ``d``, ``activations``, ``samples`` (Monte Carlo), ``degree`` (2-D quadrature).
     Per (activation, matrix): the max entrywise differences exact−quadrature and exact−Hermite series,
     the largest Monte Carlo |z| score (difference / standard error) and its Bonferroni limit.
     """
-    n, d = int(settings["n"]), int(settings["d"])
+    n, d = int(settings.n), int(settings.d)
     x = _sphere(jax.random.fold_in(key, 0), n, d)
     iu = np.triu_indices(n)
     z_limit = monte_carlo_z_limit(len(iu[0]))
     rows = []
-    for i, a in enumerate(progress(settings["activations"], desc="activations")):
+    for i, a in enumerate(progress(settings.activations, desc="activations")):
         for j, (name, fn, which) in enumerate((("Σ", cov.neural_network_covariance, "sigma"),
                                                ("Σ̃", cov.output_feature_covariance, "sigma_tilde"))):
             exact = fn(x, a, method="exact")
-            quad = fn(x, a, method="quadrature", degree=settings["degree"])
+            quad = fn(x, a, method="quadrature", degree=settings.degree)
             herm = fn(x, a, method="hermite")
-            mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings["samples"],
+            mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings.samples,
                                  which=which)
             diff = (mc.mean - exact)[iu]
             se = mc.stderr[iu]
@@ -245,21 +245,21 @@ def _route_error(x: np.ndarray, activation: str, output: bool, degree: int) -> f
 
 
 def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
-    """Lemma 6.4 on sphere data of every (n, d) in ``settings["shapes"]`` and every activation.
+    """Lemma 6.4 on sphere data of every (n, d) in ``settings.shapes`` and every activation.
 
     Per case: the PSD margins λ_min(Σ − (μ̃²11ᵀ + μ²G)⊙G) and λ_min(Σ − μ²G⊙G) with the tolerance
     n·(entrywise route error) + 16nε‖Σ‖ they must exceed −tol, λ(X), the bound μ²σ²_min(X∗X), and
     their ratio.
     """
     rows = []
-    for i, (n, d) in enumerate(settings["shapes"]):
+    for i, (n, d) in enumerate(settings.shapes):
         x = _sphere(jax.random.fold_in(key, i), n, d)
         s2 = max(float(np.linalg.eigvalsh(kr.hadamard_gram(x, 2))[0]), 0.0)
-        for a in settings["activations"]:
+        for a in settings.activations:
             sig = cov.neural_network_covariance(x, a)
             c = cov.constants(a)
             mats = cov.quadratic_reduction_bound(x, a)
-            tol = n * _route_error(x, a, False, settings["degree"]) + gram_tolerance(sig)
+            tol = n * _route_error(x, a, False, settings.degree) + gram_tolerance(sig)
             lam = cov.lambda_min(sig)
             rows.append({"n": n, "d": d, "activation": a, "μ_φ": c.mu, "μ̃_φ": c.mu_tilde,
                          "margin (μ̃²11ᵀ+μ²G)⊙G": cov.psd_margin(sig, mats["first"]),
@@ -272,26 +272,26 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
 def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: str, output: bool = False
                        ) -> dict[str, Any]:
     """Lemma H.1 (``output=False``: λ(X) ≥ μ_r²(φ')σ²_min(X^{∗(r+1)})) or H.2 (``output=True``:
-    λ̃(X) ≥ μ_r²(φ)σ²_min(X^{∗r})) for r in ``settings["orders"]`` across n at fixed d.
+    λ̃(X) ≥ μ_r²(φ)σ²_min(X^{∗r})) for r in ``settings.orders`` across n at fixed d.
 
     Settings: ``d``, ``ns``, ``orders``, ``degree``.  Returns ``n`` (m,), ``orders`` (R,), ``bounds``
     (m, R), ``lam`` (m,) (λ or λ̃), ``tolerance`` (m,), ``best_r`` (m,) (argmax of the bounds, −1
     when all vanish), ``rank_limits`` (R,) = C(d + p − 1, p) for the Khatri–Rao power p used.
     """
-    d = int(settings["d"])
-    orders = np.asarray(settings["orders"])
+    d = int(settings.d)
+    orders = np.asarray(settings.orders)
     fn = cov.output_feature_covariance if output else cov.neural_network_covariance
     bounds, lams, tols = [], [], []
-    for n in progress(settings["ns"], desc=f"H.{2 if output else 1} n"):
+    for n in progress(settings.ns, desc=f"H.{2 if output else 1} n"):
         x = _sphere(jax.random.fold_in(key, int(n)), int(n), d)
         sig = fn(x, activation)
-        tols.append(int(n) * _route_error(x, activation, output, settings["degree"]) + gram_tolerance(sig))
+        tols.append(int(n) * _route_error(x, activation, output, settings.degree) + gram_tolerance(sig))
         lams.append(cov.lambda_min(sig))
         bounds.append(cov.higher_order_bounds(x, activation, orders, output=output)["bound"])
     bounds = np.asarray(bounds)
     best = np.where(bounds.max(axis=1) > 0, orders[np.argmax(bounds, axis=1)], -1)
     powers = orders if output else orders + 1
-    return {"n": np.asarray(settings["ns"]), "orders": orders, "bounds": bounds, "lam": np.asarray(lams),
+    return {"n": np.asarray(settings.ns), "orders": orders, "bounds": bounds, "lam": np.asarray(lams),
             "tolerance": np.asarray(tols), "best_r": best,
             "rank_limits": np.asarray([kr.symmetric_dimension(d, int(p)) for p in powers]),
             "mu": cov.hermite_coefficients(activation, int(orders.max()), derivative=not output)[orders],
@@ -313,7 +313,7 @@ def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
     matrix scaled by c', and in the lower one whenever B's smallest diagonal entry is its own
     smallest eigenvalue's witness).
     """
-    n, pairs = int(settings["n"]), int(settings["pairs"])
+    n, pairs = int(settings.n), int(settings.pairs)
     rng_keys = jax.random.split(key, pairs)
     rows: dict[str, list] = {k: [] for k in ("kind", "lmin_AB", "lower", "lmax_AB", "upper")}
 

@@ -33,7 +33,7 @@ import numpy as np
 from .. import _validation as V
 from ..activations import Activation
 from ..fitting import PowerLawFit
-from ..models.dense import MLP, LeCunMLP, ShallowNetwork, mlp, shallow_network
+from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
 
@@ -216,15 +216,15 @@ def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: 
     Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
     ``segment_points``.  Returns equal-length arrays, one entry per (width, seed).
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jax.random.split(_fold(key, m), settings["seeds"])
-        out = _weight_change_width(keys, x, y, int(m), activation, int(settings["steps"]),
-                                   float(settings["lr_factor"]), int(settings["segment_points"]))
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jax.random.split(_fold(key, m), settings.seeds)
+        out = _weight_change_width(keys, x, y, int(m), activation, int(settings.steps),
+                                   float(settings.lr_factor), int(settings.segment_points))
         out = {k: np.asarray(v) for k, v in out.items()}
-        out["width"] = np.full(settings["seeds"], int(m))
-        out["seed"] = np.arange(settings["seeds"])
+        out["width"] = np.full(settings.seeds, int(m))
+        out["seed"] = np.arange(settings.seeds)
         rows.append(out)
     return _stack(rows)
 
@@ -300,15 +300,15 @@ def rescaled_model_sweep(settings: Mapping[str, Any], key: Array, *, activation:
 
     Settings: ``width``, ``alphas``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``.
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
-    for alpha in progress(settings["alphas"], desc="alphas", total=len(settings["alphas"])):
-        keys = jax.random.split(_fold(key, settings["width"]), settings["seeds"])
-        out = _rescaled_alpha(keys, x, y, float(alpha), int(settings["width"]), activation,
-                              int(settings["steps"]), float(settings["lr_factor"]))
+    for alpha in progress(settings.alphas, desc="alphas", total=len(settings.alphas)):
+        keys = jax.random.split(_fold(key, settings.width), settings.seeds)
+        out = _rescaled_alpha(keys, x, y, float(alpha), int(settings.width), activation,
+                              int(settings.steps), float(settings.lr_factor))
         out = {k: np.asarray(v) for k, v in out.items()}
-        out["alpha"] = np.full(settings["seeds"], float(alpha))
-        out["seed"] = np.arange(settings["seeds"])
+        out["alpha"] = np.full(settings.seeds, float(alpha))
+        out["seed"] = np.arange(settings.seeds)
         rows.append(out)
     return _stack(rows)
 
@@ -388,21 +388,21 @@ def rescaling_equals_label_rescaling(key: Array, *, width: int, alpha: float, st
 # ---------------------------------------------------------------------------------------------
 
 
-def layer_scales(model: MLP | LeCunMLP) -> list[float]:
+def layer_scales(model: MLP) -> list[float]:
     """σ_l of Eq. (35) for each trainable layer of a LeCun network: W̄⁽ˡ⁾ = σ_l W⁽ˡ⁾, σ_l = 1/√fan-in."""
     fans = [model.input_dim, *model.widths[:-1]]
     return [1.0 / math.sqrt(f) for f in fans] + [1.0 / math.sqrt(model.widths[-1])]
 
 
-def to_lecun(model: MLP, params: PyTree) -> tuple[LeCunMLP, PyTree]:
+def to_lecun(model: MLP, params: PyTree) -> tuple[MLP, PyTree]:
     """The LeCun network computing the same function: W̄⁽ˡ⁾ = W⁽ˡ⁾/√m_{l−1}, v̄ = v/√m_L (Eq. 35)."""
-    if not isinstance(model, MLP) or model.fixed_v is not None or model.use_bias:
+    if not isinstance(model, MLP) or model.parameterization != "ntk" or model.fixed_v is not None or model.use_bias:
         raise TypeError("to_lecun expects an NTK-parameterized MLP with a trainable output layer and no bias")
     scales = layer_scales(model)
     new = {"layers": [{"W": layer["W"] * s} for layer, s in zip(params["layers"], scales[:-1], strict=True)],
            "v": params["v"] * scales[-1]}
-    lecun = LeCunMLP(fixed_v=None, widths=model.widths, activations=model.activations, input_dim=model.input_dim,
-                     output_dim=model.output_dim, use_bias=False)
+    lecun = MLP(fixed_v=None, widths=model.widths, activations=model.activations, input_dim=model.input_dim,
+                output_dim=model.output_dim, use_bias=False, parameterization="lecun")
     return lecun, new
 
 
@@ -505,19 +505,19 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
     Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
     ``lanczos_steps``.  Returns equal-length arrays, one entry per (width, seed, parameterization).
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings["seeds"])])
-        out = _parameterization_width(keys, x, y, int(m), activation, int(settings["steps"]),
-                                      float(settings["lr_factor"]), int(settings["lanczos_steps"]))
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
+                                      float(settings.lr_factor), int(settings.lanczos_steps))
         for name in ("ntk", "lecun"):
             row = {k: np.array(v) for k, v in out[name].items()}
             _recompute_unconverged(row, keys, x, int(m), activation, name)
             row["ratio"] = row["kernel_norm"] / row["hessian_norm"]
-            row["width"] = np.full(settings["seeds"], int(m))
-            row["seed"] = np.arange(settings["seeds"])
-            row["parameterization"] = np.full(settings["seeds"], name)
+            row["width"] = np.full(settings.seeds, int(m))
+            row["seed"] = np.arange(settings.seeds)
+            row["parameterization"] = np.full(settings.seeds, name)
             rows.append(row)
     out = _stack(rows)
     return {k: out[k] for k in PARAMETERIZATION_FIELDS}

@@ -157,8 +157,8 @@ def step_sizes(kernels: Any, n: int, curvature: float, *, factor: float = 1.0) -
 
 def paper_data(settings: Mapping[str, Any]) -> LabelledData:
     """The one data set of Eq. (42) used by every run: ``n`` points from ``key(data_seed)``."""
-    n = V.positive_int("n", settings["n"])
-    return _paper_data(n, V.positive_int("data_seed", settings["data_seed"], minimum=0))
+    n = V.positive_int("n", settings.n)
+    return _paper_data(n, V.positive_int("data_seed", settings.data_seed, minimum=0))
 
 
 @cache
@@ -274,11 +274,11 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops), ``loss_curve`` (R, S).
     """
     V.choice("training", training, TRAININGS)
-    max_steps = V.positive_int("max_steps", settings["max_steps"])
-    loss_tol = V.positive_float("loss_tol", settings["loss_tol"])
+    max_steps = V.positive_int("max_steps", settings.max_steps)
+    loss_tol = V.positive_float("loss_tol", settings.loss_tol)
     n = data.x.shape[0]
     kernels0 = logit_kernels(model, params, data.x)
-    lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings["lr_factor"])
+    lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings.lr_factor)
     lam = np.linalg.eigvalsh(kernels0)[:, -1]
     if training == "cross_entropy":
         apply_fn, loss, tol, unit = model.apply, "cross_entropy", loss_tol, 1.0
@@ -292,7 +292,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         tol, unit = loss_tol / 2.0, 2.0  # training.py's square loss is half of Eq. (47)
         track = {"swish": apply_fn}
     if record_steps is None:
-        record_steps = measurement_steps(max_steps, int(settings["per_decade"]))
+        record_steps = measurement_steps(max_steps, int(settings.per_decade))
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
     out = gd_with_kernel_tracking(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"],
@@ -405,11 +405,11 @@ def nonlinear_output_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]
     devices): 1 on a CPU, where stacking runs saves nothing and the cache then holds each
     (task, width, seed); all runs on a GPU, where they share every kernel launch.
     """
-    if settings["trajectory_width"] not in settings["widths"]:
-        raise ValueError(f"trajectory_width {settings['trajectory_width']} must be one of widths {settings['widths']}")
+    if settings.trajectory_width not in settings.widths:
+        raise ValueError(f"trajectory_width {settings.trajectory_width} must be one of widths {settings.widths}")
     return [{"training": t, "width": int(m), "seeds": seeds}
-            for m in settings["widths"] for t in TRAININGS
-            for seeds in _seed_chunks(settings["runs"], settings["runs_per_piece"])]
+            for m in settings.widths for t in TRAININGS
+            for seeds in _seed_chunks(settings.runs, settings.runs_per_piece)]
 
 
 def nonlinear_output_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
@@ -441,14 +441,14 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
     """The JSON body of ``nonlinear-output``: ``widths``, ``delta_k``, ``trajectory``, ``steps``,
     ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]) and the learning
     rates in ``settings``."""
-    widths = [int(m) for m in settings["widths"]]
+    widths = [int(m) for m in settings.widths]
     task = {"linear": "cross_entropy", "softmax": "cross_entropy", "swish": "swish"}
     delta_k = {k: _per_width(pieces, results, widths, task[k], "delta_k", k) for k in FIGURE1_KINDS}
     steps = {k: _per_width(pieces, results, widths, task[k], "steps") for k in FIGURE1_KINDS}
     final_loss = {k: _per_width(pieces, results, widths, task[k], "final_loss") for k in FIGURE1_KINDS}
     caps = {t: _per_width(pieces, results, widths, t, "cap_hit") for t in TRAININGS}
     lrs = {t: _per_width(pieces, results, widths, t, "lr") for t in TRAININGS}
-    m_traj = int(settings["trajectory_width"])
+    m_traj = int(settings.trajectory_width)
     trajectory: dict[str, Any] = {"width": m_traj}
     epochs = None
     last = max(max(_per_width(pieces, results, [m_traj], t, "steps")[0]) for t in TRAININGS)
@@ -461,7 +461,7 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
         curves = np.concatenate([np.asarray(r["curves"][k]) for _, r in sel], axis=0)  # (R, S)
         trajectory[k] = curves[:, keep].T.tolist()  # [[per run] per epoch]
     trajectory["epochs"] = epochs
-    _warn_caps("nonlinear-output", caps, widths, settings["max_steps"])
+    _warn_caps("nonlinear-output", caps, widths, settings.max_steps)
     return {"widths": widths, "delta_k": delta_k, "trajectory": trajectory, "steps": steps,
             "final_loss": final_loss,
             "settings": {"learning_rates": lrs, "step_cap_hits": caps,
@@ -490,14 +490,14 @@ def _warn_caps(name: str, caps: Mapping[str, list[list[bool]]], sizes: Sequence[
 
 def bottleneck_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Independent pieces of Figure 2: one per (bottleneck width, block of seeds)."""
-    return [{"bottleneck_width": int(mb), "seeds": seeds} for mb in settings["bottleneck_widths"]
-            for seeds in _seed_chunks(settings["runs"], settings["runs_per_piece"])]
+    return [{"bottleneck_width": int(mb), "seeds": seeds} for mb in settings.bottleneck_widths
+            for seeds in _seed_chunks(settings.runs, settings.runs_per_piece)]
 
 
 def bottleneck_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
                      record_steps: Any = None) -> dict[str, Any]:
     """Train the runs of one piece of Figure 2 with the cross-entropy of Eq. (49)."""
-    m = V.positive_int("width", settings["width"])
+    m = V.positive_int("width", settings.width)
     mb = V.positive_int("bottleneck_width", piece["bottleneck_width"])
     model = bottleneck_network(m, mb)
     params = init_params(model, piece["seeds"], salt=1_000_003 * mb + m)
@@ -510,15 +510,15 @@ def bottleneck_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
 def assemble_bottleneck(settings: Mapping[str, Any], pieces: list, results: list) -> dict[str, Any]:
     """The JSON body of ``bottleneck``: ``width``, ``bottleneck_widths``, ``delta_k``, ``steps``,
     ``final_loss`` ([[per run] per bottleneck width]) and the learning rates in ``settings``."""
-    mbs = [int(mb) for mb in settings["bottleneck_widths"]]
+    mbs = [int(mb) for mb in settings.bottleneck_widths]
     renamed = [{"width": p["bottleneck_width"], "seeds": p["seeds"]} for p in pieces]
 
     def col(field, kernel=None):
         return _per_width(renamed, results, mbs, "cross_entropy", field, kernel)
 
     caps = col("cap_hit")
-    _warn_caps("bottleneck", {"cross_entropy": caps}, mbs, settings["max_steps"])
-    return {"width": int(settings["width"]), "bottleneck_widths": mbs, "delta_k": col("delta_k", "linear"),
+    _warn_caps("bottleneck", {"cross_entropy": caps}, mbs, settings.max_steps)
+    return {"width": int(settings.width), "bottleneck_widths": mbs, "delta_k": col("delta_k", "linear"),
             "steps": col("steps"), "final_loss": col("final_loss"),
             "settings": {"learning_rates": col("lr"), "step_cap_hits": caps, "step_size_rule": STEP_SIZE_RULE,
                          "loss_units": LOSS_UNITS}}
@@ -634,10 +634,10 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
     """
     if figure not in ("nonlinear-output", "bottleneck"):
         raise ValueError(f"unknown figure {figure!r}; expected 'nonlinear-output' or 'bottleneck'")
-    runs = int(settings["runs"]) if runs is None else V.positive_int("runs", runs)
+    runs = int(settings.runs) if runs is None else V.positive_int("runs", runs)
     seeds = list(range(runs))
-    half_settings = dict(settings) | {"lr_factor": settings["lr_factor"] / 2}
-    horizon = int(settings["max_steps"]) // 2
+    half_settings = settings.replace(lr_factor=settings.lr_factor / 2)
+    horizon = int(settings.max_steps) // 2
     if figure == "nonlinear-output":
         kinds = FIGURE1_KINDS
 
@@ -707,11 +707,11 @@ def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
     width = V.positive_int("width", width)
     seeds = list(range(V.positive_int("runs", runs)))
     if max_steps is not None:
-        settings = dict(settings) | {"max_steps": V.positive_int("max_steps", max_steps)}
+        settings = settings.replace(max_steps=V.positive_int("max_steps", max_steps))
     out: dict[str, Any] = {"kinds": list(FIGURE1_KINDS), "every_step": {}, "schedule": {}, "relative_gap": {}}
     for training in TRAININGS:
         piece = {"training": training, "width": width, "seeds": seeds}
-        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(int(settings["max_steps"]) + 1))
+        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(int(settings.max_steps) + 1))
         sparse = nonlinear_output_piece(piece, settings)
         for kind in KERNELS[training]:
             e = np.asarray(dense["delta_k"][kind])

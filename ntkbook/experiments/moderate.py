@@ -113,7 +113,7 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
     λ_min(JJᵀ)/‖v‖₂² (→ λ(X) as k → ∞), plus the scalars ``lam`` = λ(X), ``k_star`` (Lemma 6.7's
     condition), ``norm_x``, ``n``, ``d``.
     """
-    n, d = int(settings["n"]), int(settings["d"])
+    n, d = int(settings.n), int(settings.d)
     k_data, k_w = jax.random.split(key)
     with jax.enable_x64(True):
         x = uniform_sphere(jax.random.fold_in(k_data, 0), n, d, dtype=jnp.float64)
@@ -123,14 +123,14 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
         norm_x = kr.spectral_norm(np.asarray(x))
         b = cov.get(activation).bound
         k_star = lemma_6_7_width(n, norm_x, lam, b)
-        widths = list(settings["widths"]) + ([int(k_star)] if k_star <= MAX_WIDTH else [])
+        widths = list(settings.widths) + ([int(k_star)] if k_star <= MAX_WIDTH else [])
         rows: dict[str, list] = {k: [] for k in ("k", "seed", "norm", "norm_bound", "smin", "smin_bound",
                                                  "normalized")}
         for k in progress(widths, desc="widths"):
             k = V.positive_int("k", int(k))
             v = output_weights(k, y_norm, n, dtype=jnp.float64)
             v2 = float(jnp.sum(v**2))
-            for s in range(settings["seeds"]):
+            for s in range(settings.seeds):
                 w = jax.random.normal(jax.random.fold_in(k_w, s * 100_003 + k), (k, d), jnp.float64)
                 lo, hi = _eig_extremes(np.asarray(jacobian_gram(w, x, v, activation)))
                 for name, value in (("k", k), ("seed", s), ("norm", math.sqrt(hi)),
@@ -152,12 +152,12 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
     """‖J(W̃) − J(W)‖ against M‖v‖_∞‖X‖‖W̃ − W‖_F (Lemma 6.8, M = sup|φ''|) on random pairs.
 
     W ~ N(0, 1) and W̃ = W + t·Δ with Δ a random direction of unit Frobenius norm and t spread over
-    ``settings["distances"]``; for each pair also a direction that moves every pre-activation of one
+    ``settings.distances``; for each pair also a direction that moves every pre-activation of one
     neuron (the near-tight case: Δ concentrated on one row, along the top singular vector of X).
     """
     from ..activations import get_activation
 
-    n, d, k = int(settings["n"]), int(settings["d"]), int(settings["k"])
+    n, d, k = int(settings.n), int(settings.d), int(settings.k)
     m_const = get_activation(activation).smoothness
     rows: dict[str, list] = {"distance": [], "measured": [], "bound": [], "direction": []}
     with jax.enable_x64(True):
@@ -165,14 +165,14 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
         v = output_weights(k, math.sqrt(n), n, dtype=jnp.float64)
         norm_x = kr.spectral_norm(np.asarray(x))
         top = jnp.asarray(np.linalg.svd(np.asarray(x))[2][0])
-        for s in range(settings["seeds"]):
+        for s in range(settings.seeds):
             ks = jax.random.fold_in(key, 10 + s)
             w = jax.random.normal(jax.random.fold_in(ks, 0), (k, d), jnp.float64)
             rand = jax.random.normal(jax.random.fold_in(ks, 1), (k, d), jnp.float64)
             one_row = jnp.zeros((k, d), jnp.float64).at[0].set(top)
             for direction, delta in (("random", rand), ("one neuron along top singular vector", one_row)):
                 delta = delta / jnp.linalg.norm(delta)
-                for t in settings["distances"]:
+                for t in settings.distances:
                     diff = jacobian(w + t * delta, x, v, activation) - jacobian(w, x, v, activation)
                     rows["distance"].append(float(t))
                     rows["measured"].append(float(np.linalg.norm(np.asarray(diff), 2)))
@@ -189,14 +189,14 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
 def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """λ_min(ΦΦᵀ), Φ = φ(XWᵀ), against ½k(λ̃(X) − 6B/n¹⁰⁰) (Theorem 3.2) across widths k and seeds.
 
-    The width n log²(n)/λ̃ (the theorem's condition with C = 1) is appended to ``settings["widths"]``
+    The width n log²(n)/λ̃ (the theorem's condition with C = 1) is appended to ``settings.widths``
     when it is at most :data:`MAX_WIDTH`.
 
     Returns per-(k, seed) arrays ``k``, ``lam_min``, ``bound``, ``normalized`` = λ_min(ΦΦᵀ)/k (→ λ̃
     as k → ∞) and scalars ``lam_tilde``, ``gamma_bound`` = γ_φ²σ²_min(X∗X) (the remark below the
     theorem), ``k_threshold`` = n log²(n)/λ̃ (its width condition with C = 1), ``n``, ``d``.
     """
-    n, d = int(settings["n"]), int(settings["d"])
+    n, d = int(settings.n), int(settings.d)
     phi, _ = activation_pair(activation)
     act = cov.get(activation)
     b = max(act.bound, abs(float(act.phi(np.zeros(1))[0])))  # |φ(0)| ≤ B and |φ'| ≤ B
@@ -214,11 +214,11 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
             return f @ f.T
 
         k_thr = n * math.log(n) ** 2 / lam_t
-        widths = list(settings["widths"]) + ([math.ceil(k_thr)] if k_thr <= MAX_WIDTH else [])
+        widths = list(settings.widths) + ([math.ceil(k_thr)] if k_thr <= MAX_WIDTH else [])
         rows: dict[str, list] = {"k": [], "seed": [], "lam_min": [], "bound": [], "normalized": []}
         for k in progress(widths, desc="widths"):
             k = int(k)
-            for s in range(settings["seeds"]):
+            for s in range(settings.seeds):
                 lo, _ = _eig_extremes(np.asarray(features_gram(jax.random.fold_in(key, 1000 * s + k), k)))
                 rows["k"].append(k)
                 rows["seed"].append(s)
@@ -348,14 +348,14 @@ def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
 
 
 def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
-    """:func:`gradient_descent` for every k in ``settings["widths"]`` on one data set (n, d)."""
-    n, d = int(settings["n"]), int(settings["d"])
+    """:func:`gradient_descent` for every k in ``settings.widths`` on one data set (n, d)."""
+    n, d = int(settings.n), int(settings.d)
     with jax.enable_x64(True):
         x = np.asarray(uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64))
         y = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (n,), jnp.float64))
     return [gradient_descent(x, y, int(k), jax.random.fold_in(key, 2 + int(k)), activation=activation,
-                             steps=int(settings["steps"]))
-            for k in progress(settings["widths"], desc="GD widths")]
+                             steps=int(settings.steps))
+            for k in progress(settings.widths, desc="GD widths")]
 
 
 def gd_summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -416,16 +416,16 @@ def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str =
     Settings: ``n``, ``d``, ``k``, ``nu``, ``runs``, ``epochs``, ``record_every_epoch``.  One epoch is n
     SGD updates.  Returns the two SGD runs (:func:`sgd`), the GD residuals per step (one GD step per
     epoch), the constants of :func:`sgd_step_size`, the bound (rate^τ‖r₀‖²) at the recorded steps, and
-    the lower bounds on P(E) for ν = settings["nu"] and for ν = 3.
+    the lower bounds on P(E) for ν = settings.nu and for ν = 3.
     """
-    n, d, k = int(settings["n"]), int(settings["d"]), int(settings["k"])
-    epochs, every = int(settings["epochs"]), int(settings["record_every_epoch"])
+    n, d, k = int(settings.n), int(settings.d), int(settings.k)
+    epochs, every = int(settings.epochs), int(settings.record_every_epoch)
     with jax.enable_x64(True):
         x = np.asarray(uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64))
         y = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (n,), jnp.float64))
-    consts = sgd_step_size(activation, x, y, nu=float(settings["nu"]))
+    consts = sgd_step_size(activation, x, y, nu=float(settings.nu))
     gd_eta = theorem_constants(activation, x, y)["eta"]
-    kw = dict(activation=activation, steps=epochs * n, runs=int(settings["runs"]), record_every=every * n)
+    kw = dict(activation=activation, steps=epochs * n, runs=int(settings.runs), record_every=every * n)
     theorem = sgd(x, y, k, jax.random.fold_in(key, 2), eta=consts["eta"], **kw)
     fast = sgd(x, y, k, jax.random.fold_in(key, 2), eta=gd_eta, **kw)
     gd = gradient_descent(x, y, k, jax.random.fold_in(jax.random.fold_in(key, 2), 0), activation=activation,

@@ -39,12 +39,12 @@ def landscape(t: Any, *, points: int = 361) -> dict[str, np.ndarray]:
 def enumeration_timing(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, np.ndarray]:
     """Median wall time of exact :func:`norm_221` for a random (d1, d2, d3) tensor, per d3."""
     rng = np.random.default_rng(seed)
-    d1, d2 = settings["d1"], settings["d2"]
+    d1, d2 = settings.d1, settings.d2
     rows: dict[str, list] = {"d3": [], "sign_vectors": [], "seconds": []}
-    for d3 in progress(settings["d3_values"], desc="d3"):
+    for d3 in progress(settings.d3_values, desc="d3"):
         t = rng.normal(size=(d1, d2, d3))
         times = []
-        for _ in range(settings["repeats"]):
+        for _ in range(settings.repeats):
             start = time.perf_counter()
             norm_221(t)
             times.append(time.perf_counter() - start)
@@ -81,9 +81,9 @@ def proposition_2_1(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, 
     (0–3, see :data:`VECTOR_KINDS`) and ``ratio`` (≤ 1 by the proposition).
     """
     rng = np.random.default_rng(seed)
-    shape = tuple(settings["shape"])
+    shape = tuple(settings.shape)
     kinds, ratios = [], []
-    for _ in progress(range(settings["num_tensors"]), desc="tensors"):
+    for _ in progress(range(settings.num_tensors), desc="tensors"):
         t = rng.normal(size=shape)
         res = norm_221(t)
         vectors = [rng.normal(size=shape[2]), rng.uniform(-1, 1, size=shape[2]),

@@ -107,7 +107,7 @@ SWEEP_FIELDS = ("width", "seed", "x", "hessian", "hessian_closed", "residual", "
 
 def sweep_pieces(settings: Mapping[str, Any]) -> list[dict[str, int]]:
     """The independent pieces of the sweep: one per (width, seed)."""
-    return [{"width": int(m), "seed": s} for m in settings["widths"] for s in range(settings["seeds"])]
+    return [{"width": int(m), "seed": s} for m in settings.widths for s in range(settings.seeds)]
 
 
 def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
@@ -121,9 +121,9 @@ def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activa
     model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), m, activation=act)
     inf_norm, two_norm = dfdalpha_norms(model)
     rows: dict[str, list] = {k: [] for k in SWEEP_FIELDS}
-    for x in settings["inputs"]:
+    for x in settings.inputs:
         xa = jnp.asarray(x, params["w"].dtype)
-        res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings["tol"], max_iter=20_000)
+        res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings.tol, max_iter=20_000)
         g = grad(params, xa, model.v)
         mean, sd = kernel_limit(act, float(x))
         values = (m, s, x, res.value, float(jnp.max(jnp.abs(closed_form_hessian_diagonal(model, params, x)))),

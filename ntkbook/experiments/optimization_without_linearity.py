@@ -47,14 +47,14 @@ def theorem_5_1_sweep(settings: Mapping[str, Any], key: Array, *, phi: Activatio
 
     Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``.
     """
-    x, y = circle_data(settings["num_inputs"], radius=settings["radius"])
+    x, y = circle_data(settings.num_inputs, radius=settings.radius)
     out: dict[str, list] = {k: [] for k in (*TRACK_FIELDS, "lr")}
-    for m in progress(settings["widths"], desc="widths", total=len(settings["widths"])):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings["seeds"])])
-        res = _theorem_5_1_width(keys, x, y, int(m), phi, int(settings["steps"]), float(settings["lr_factor"]))
+    for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
+        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        res = _theorem_5_1_width(keys, x, y, int(m), phi, int(settings.steps), float(settings.lr_factor))
         for k in out:
             out[k].append(np.asarray(res[k], np.float64))
-    return {"widths": np.asarray(settings["widths"]), **{k: np.stack(v) for k, v in out.items()}}
+    return {"widths": np.asarray(settings.widths), **{k: np.stack(v) for k, v in out.items()}}
 
 
 @partial(jax.jit, static_argnames=("m", "phi", "steps"))

@@ -56,16 +56,16 @@ DATASETS = ("digits", "gaussian")
 def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Array, Array]:
     """The training set of Appendix B: 20 inputs of two classes with labels ±1 (‖x‖ = √d).
 
-    ``settings["dataset"]``: ``"digits"`` (:func:`ntkbook.data.digits.two_classes` with ``classes`` and
+    ``settings.dataset``: ``"digits"`` (:func:`ntkbook.data.digits.two_classes` with ``classes`` and
     ``n_per_class``, images chosen with ``data_seed``) or ``"gaussian"`` (:func:`ntkbook.data.gaussian.two_classes`
     with n = 2·``n_per_class`` points in d = 64 dimensions, key ``data_seed``).
     """
-    dataset = V.choice("dataset", settings["dataset"], DATASETS)
-    n_per_class = int(settings["n_per_class"])
+    dataset = V.choice("dataset", settings.dataset, DATASETS)
+    n_per_class = int(settings.n_per_class)
     if dataset == "digits":
-        return digits_data.two_classes(tuple(settings["classes"]), n_per_class, seed=int(settings["data_seed"]),
+        return digits_data.two_classes(tuple(settings.classes), n_per_class, seed=int(settings.data_seed),
                                        dtype=dtype)
-    return gaussian_data.two_classes(jax.random.key(int(settings["data_seed"])), 2 * n_per_class,
+    return gaussian_data.two_classes(jax.random.key(int(settings.data_seed)), 2 * n_per_class,
                                      digits_data.INPUT_DIM, dtype=dtype)
 
 
@@ -82,13 +82,13 @@ def make_network(kind: str, width: int, run: int, settings: Mapping[str, Any], i
     """
     V.choice("kind", kind, KINDS)
     width = V.positive_int("width", width)
-    key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(jax.random.key(int(settings["seed"])),
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.fold_in(jax.random.key(int(settings.seed)),
                                                                    KINDS.index(kind)), width), run)
-    depth = int(settings["depth"])
+    depth = int(settings.depth)
     if kind == "densenet":
         return densenet(key, (width,) * depth, input_dim=input_dim, dtype=dtype)
-    widths = (width,) * depth if kind == "fc" else (int(settings["bottleneck_outer"]), width,
-                                                    int(settings["bottleneck_outer"]))
+    widths = (width,) * depth if kind == "fc" else (int(settings.bottleneck_outer), width,
+                                                    int(settings.bottleneck_outer))
     return mlp(key, widths, input_dim=input_dim, activation="tanh", dtype=dtype)
 
 
@@ -273,8 +273,8 @@ def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = (
     out = []
     for kind in kinds:
         V.choice("kind", kind, KINDS)
-        widths = settings["bottleneck_widths"] if kind == "bottleneck" else settings["widths"]
-        out += [{"kind": kind, "width": int(m), "run": r} for m in widths for r in range(int(settings["runs"]))]
+        widths = settings.bottleneck_widths if kind == "bottleneck" else settings.widths
+        out += [{"kind": kind, "width": int(m), "run": r} for m in widths for r in range(int(settings.runs))]
     return out
 
 
@@ -292,12 +292,12 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
 
     x, y = load_data(settings)
     model, params = make_network(piece["kind"], piece["width"], piece["run"], settings, x.shape[1])
-    k = int(settings["sampled_neurons"])
+    k = int(settings.sampled_neurons)
     g0 = neuron_gradient_grams(model, params, x, k)
     kernel = np.asarray(empirical_ntk(model.apply, params, x, method="ntvp" if isinstance(model, DenseNet)
                                       else "auto"), np.float64)
-    lr = step_size_from_kernel(kernel, x.shape[0], factor=float(settings["lr_factor"]))
-    params_t, loss0, loss_t = train(model.apply, params, x, y, lr=lr, steps=int(settings["gd_steps"]))
+    lr = step_size_from_kernel(kernel, x.shape[0], factor=float(settings.lr_factor))
+    params_t, loss0, loss_t = train(model.apply, params, x, y, lr=lr, steps=int(settings.gd_steps))
     gt = neuron_gradient_grams(model, params_t, x, k)
     return {
         "mean_abs_cos_init": [float(jnp.mean(mean_abs_cos(g))) for g in g0],
@@ -319,8 +319,8 @@ def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str
     the bottleneck (layer 3, whose sub-models are the m_b bottleneck neurons, so that m_{l−1} = m_b in
     Lemma 1); the bottleneck layer itself is in ``bottleneck_mean_abs_cos_by_layer`` (its m_{l−1} = m₁ is fixed).
     """
-    out: dict[str, Any] = {"dataset": settings["dataset"]}
-    runs = int(settings["runs"])
+    out: dict[str, Any] = {"dataset": settings.dataset}
+    runs = int(settings.runs)
     for kind, prefix in (("fc", ""), ("bottleneck", "bottleneck_"), ("densenet", "densenet_")):
         sel = [(p, r) for p, r in zip(pieces, results, strict=True) if p["kind"] == kind]
         if not sel:
@@ -357,7 +357,7 @@ def orthogonality_sweep(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("
     """
     from ..progress import progress
 
-    settings = dict(settings) | overrides
+    settings = settings.replace(**overrides)
     pieces = orthogonality_pieces(settings, kinds)
     results = [orthogonality_piece(p, settings) for p in progress(pieces, desc="network × width × run",
                                                                   total=len(pieces))]
@@ -446,27 +446,27 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     from ..pytree import tree_normal_like, tree_sub
     from ..training import step_size_from_kernel
 
-    radius = float(settings["radius"])
+    radius = float(settings.radius)
     out: dict[str, list] = {k: [] for k in TURN_FIELDS}
     x, y = load_data(settings)
     model, params = make_network("fc", piece["width"], piece["run"], settings, x.shape[1])
     lr = step_size_from_kernel(np.asarray(empirical_ntk(model.apply, params, x), np.float64), x.shape[0],
-                               factor=float(settings["lr_factor"]))
-    params_t, _, _ = train(model.apply, params, x, y, lr=lr, steps=int(settings["gd_steps"]))
+                               factor=float(settings.lr_factor))
+    params_t, _, _ = train(model.apply, params, x, y, lr=lr, steps=int(settings.gd_steps))
     gd_delta = tree_sub(params_t, params)
     x0 = x[0]
-    key = jax.random.fold_in(jax.random.key(int(settings["seed"])), 7 * piece["width"] + piece["run"])
+    key = jax.random.fold_in(jax.random.key(int(settings.seed)), 7 * piece["width"] + piece["run"])
     gd_distance = float(_tree_norm_jit(gd_delta))
     for layer in range(1, model.depth + 1):
         turn = _turn_angle(layer)
         pre = _unit_fn(layer, False)
-        for neuron in range(int(settings["neurons"])):
+        for neuron in range(int(settings.neurons)):
             i = jnp.asarray(neuron)
-            res = hessian_spectral_norm(pre, params, args=(model, x0, i), tol=float(settings["tol"]), max_iter=400)
+            res = hessian_spectral_norm(pre, params, args=(model, x0, i), tol=float(settings.tol), max_iter=400)
             u = res.eigenvector if res.eigenvector is not None else tree_normal_like(key, params)  # H = 0: layer 1
             angle_top = float(turn(params, u, radius, model, x0, i))
             rand = []
-            for j in range(int(settings["directions"])):
+            for j in range(int(settings.directions)):
                 r = tree_normal_like(jax.random.fold_in(key, 1000 * layer + 10 * neuron + j), params)
                 rand.append(float(turn(params, r, radius, model, x0, i)))
             row = {"width": piece["width"], "run": piece["run"], "layer": layer, "neuron": neuron,
@@ -548,22 +548,22 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) 
     from ..activations import get_activation
     from ..hessian import hessian_spectral_norm
 
-    radius = float(settings["radius"])
+    radius = float(settings.radius)
     beta_sigma = get_activation("tanh").smoothness
     out: dict[str, list] = {k: [] for k in QUADRATIC_FIELDS}
     x, _ = load_data(settings)
     model, params = make_network("fc", piece["width"], piece["run"], settings, x.shape[1])
     x0 = x[0]
     grams = neuron_gradient_grams(model, params, x0[None])
-    key = jax.random.fold_in(jax.random.key(int(settings["seed"])), 11 * piece["width"] + piece["run"])
+    key = jax.random.fold_in(jax.random.key(int(settings.seed)), 11 * piece["width"] + piece["run"])
     for lay in range(2, model.depth + 1):
         m = model.widths[lay - 1]
         w_next = params["layers"][lay]["W"][0] if lay < model.depth else params["v"][:, 0]
         target = _target_fn(lay)
         moving = tuple(params["layers"][:lay])
         args = (params, model, x0)
-        res = hessian_spectral_norm(target, moving, args=args, tol=float(settings["tol"]), max_iter=400)
-        worst, best_delta = worst_remainder(target, moving, args, res, radius, key, int(settings["ascent_steps"]))
+        res = hessian_spectral_norm(target, moving, args=args, tol=float(settings.tol), max_iter=400)
+        worst, best_delta = worst_remainder(target, moving, args, res, radius, key, int(settings.ascent_steps))
         rank_one, second = (float(v) for v in _second_order_parts(lay)(moving, best_delta, w_next, params, model,
                                                                        x0))
         g = grams[lay - 1][0]
@@ -642,9 +642,9 @@ def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]
     x, _ = load_data(settings)
     model, params = make_network("densenet", piece["width"], piece["run"], settings, x.shape[1])
     x0 = x[0]
-    res = hessian_spectral_norm(_output_at, params, args=(model, x0), tol=float(settings["tol"]), max_iter=400)
+    res = hessian_spectral_norm(_output_at, params, args=(model, x0), tol=float(settings.tol), max_iter=400)
     return {"width": piece["width"], "run": piece["run"], "hessian_norm": res.value,
-            "hessian_term": 0.5 * float(settings["radius"]) ** 2 * res.value, "residual": res.residual}
+            "hessian_term": 0.5 * float(settings.radius) ** 2 * res.value, "residual": res.residual}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -655,7 +655,7 @@ def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]
 def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
     from ..progress import progress
 
-    pieces = [{"width": int(m), "run": r} for m in settings["widths"] for r in range(int(settings["runs"]))]
+    pieces = [{"width": int(m), "run": r} for m in settings.widths for r in range(int(settings.runs))]
     results = [piece_fn(p, settings) for p in progress(pieces, desc=desc, total=len(pieces))]
     if isinstance(results[0][next(iter(results[0]))], list):
         return {k: np.asarray([v for r in results for v in r[k]]) for k in results[0]}

@@ -280,17 +280,17 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
 
 
 def panel(activation: str, n: int, settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
-    """One panel of Figure 2: :func:`fit_column` for every d in ``settings["ds"]``.
+    """One panel of Figure 2: :func:`fit_column` for every d in ``settings.ds``.
 
     Settings: ``ks``, ``ds``, ``trials``, ``max_iters``, ``tol`` (and optionally ``chunk``).  Returns
     arrays of shape (len(ks), len(ds)): ``probability`` (fraction of successful trials) and
     ``median_iterations``, plus per-trial ``success`` (len(ks), len(ds), trials).
     """
-    cols = [fit_column(activation, n, int(d), settings["ks"], trials=settings["trials"],
-                       lr=PAPER_STEP_SIZES[activation], max_iters=settings["max_iters"], tol=settings["tol"],
-                       key=key, chunk=settings.get("chunk", 1000), d_max=max(settings["ds"]),
-                       workers=settings.get("workers", 2))
-            for d in progress(settings["ds"], desc=f"{activation}, n = {n}", total=len(settings["ds"]))]
+    cols = [fit_column(activation, n, int(d), settings.ks, trials=settings.trials,
+                       lr=PAPER_STEP_SIZES[activation], max_iters=settings.max_iters, tol=settings.tol,
+                       key=key, chunk=settings.chunk, d_max=max(settings.ds),
+                       workers=2)
+            for d in progress(settings.ds, desc=f"{activation}, n = {n}", total=len(settings.ds))]
     success = np.stack([c["success"] for c in cols], axis=1)
     return {"probability": success.mean(axis=2), "success": success,
             "median_iterations": np.stack([np.median(c["iterations"], axis=1) for c in cols], axis=1),

@@ -80,7 +80,7 @@ def _straight_path(params, direction, radii):
 def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dict[str, dict[str, np.ndarray]]]:
     """Relative kernel change ‖K(w_t) − K(w₀)‖_F / ‖K(w₀)‖_F along two paths, for three models.
 
-    Models (width m = ``settings["width"]``, inputs in ℝ^d, n random Gaussian inputs):
+    Models (width m = ``settings.width``, inputs in ℝ^d, n random Gaussian inputs):
 
     * ``"random features"`` — wᵀφ(x) + f₀(x), linear in w;
     * ``"tanh network"`` — one hidden layer, NTK parameterization, both layers trained;
@@ -94,8 +94,8 @@ def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dic
         ``result[model][path]`` with arrays ``distance`` (‖w_t − w₀‖), ``change`` (relative kernel
         change) and, for gradient descent, ``loss``.
     """
-    m, n, d = settings["width"], settings["num_inputs"], settings["input_dim"]
-    steps, radius = settings["path_steps"], float(settings["radius"])
+    m, n, d = settings.width, settings.num_inputs, settings.input_dim
+    steps, radius = settings.path_steps, float(settings.radius)
     k_x, k_y, k_rf, k_net, k_dir = jax.random.split(key, 5)
     x = jax.random.normal(k_x, (n, d))
     y = jax.random.normal(k_y, (n,))
@@ -186,15 +186,15 @@ def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, 
     (0, 1, 2), ``delta_k``, ``eps``, ``bound``, ``k0`` (K(w₀) of that pair), and
     ``max_residual`` (largest relative Lanczos residual behind ε).
     """
-    d = settings["input_dim"]
+    d = settings.input_dim
     k_in, key = jax.random.split(key)
     inputs = jax.random.normal(k_in, (2, d))
     inputs = inputs / jnp.linalg.norm(inputs, axis=1, keepdims=True) * jnp.sqrt(d)
     pairs = ((0, 0), (0, 1), (1, 1))
-    ts = np.linspace(0.0, 1.0, settings["segment_points"])
+    ts = np.linspace(0.0, 1.0, settings.segment_points)
     rows: dict[str, list] = {k: [] for k in ("width", "params", "radius", "direction", "pair", "delta_k", "eps",
                                              "bound", "k0", "max_residual")}
-    for width in progress(settings["widths"], desc="widths"):
+    for width in progress(settings.widths, desc="widths"):
         k_net, key = jax.random.split(key)
         model, w0 = mlp(k_net, (width, width), input_dim=d, activation="tanh")
 
@@ -207,7 +207,7 @@ def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, 
             """max ‖H‖ over the segment points, each Lanczos run warm-started from the last."""
             values, residuals = [], []
             for t in ts:
-                r = hessian_spectral_norm(f, tree_axpy(t * radius, u, w0), args=(xi,), tol=settings["tol"],
+                r = hessian_spectral_norm(f, tree_axpy(t * radius, u, w0), args=(xi,), tol=settings.tol,
                                           max_iter=2000, start=start)
                 start = r.eigenvector if r.eigenvector is not None else start
                 values.append(r.value)
@@ -217,13 +217,13 @@ def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, 
         k0 = empirical_ntk(model.apply, w0, inputs, method="auto")
         g0 = [grad(w0, xi) for xi in inputs]
         g0_norm = [float(tree_norm(g)) for g in g0]
-        tops = [hessian_spectral_norm(f, w0, args=(xi,), tol=settings["tol"], max_iter=2000).eigenvector
+        tops = [hessian_spectral_norm(f, w0, args=(xi,), tol=settings.tol, max_iter=2000).eigenvector
                 for xi in inputs]
         top = tops[0]
         unit_grad = jax.tree_util.tree_map(lambda a, n=g0_norm[0]: a / n, g0[0])
-        for radius in settings["radii"]:
+        for radius in settings.radii:
             for kind, direction_name in enumerate(DIRECTIONS):
-                n_samples = settings["samples"] if direction_name == "random" else 1
+                n_samples = settings.samples if direction_name == "random" else 1
                 for _ in range(n_samples):
                     if direction_name == "random":
                         k_dir, key = jax.random.split(key)

@@ -11,11 +11,9 @@ m_{l−1} is drawn from N(0, 1/m_{l−1}) and the forward pass has no 1/√fan-i
 only the coordinates (and therefore gradients, kernels, Hessians and gradient descent) differ.
 Biases are N(0, 1) and unscaled in both.
 
-The LeCun-parameterized networks are the classes :class:`LeCunShallowNetwork` and :class:`LeCunMLP`.
-They share all code with :class:`ShallowNetwork` and :class:`MLP` (common base classes) but are
-deliberately *not* subclasses of them: code specialised to the NTK parameterization (e.g. the
-structured tangent kernel, which hard-codes the 1/√fan-in factors) recognises models with
-``isinstance(model, MLP)`` and must not mistake a LeCun network for one.
+The parameterization is a static field of :class:`ShallowNetwork` and :class:`MLP` (part of the pytree's
+auxiliary data): an NTK and a LeCun network of the same widths have different tree structures, so no
+compiled function is ever shared between them.
 """
 
 from __future__ import annotations
@@ -23,7 +21,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -53,14 +51,29 @@ def _init_std(fan_in: int, parameterization: str) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
+@jax.tree_util.register_dataclass
 @dataclass(frozen=True, eq=False)
-class _ShallowBase:
-    """Code shared by :class:`ShallowNetwork` and :class:`LeCunShallowNetwork`."""
+class ShallowNetwork:
+    """f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx / √d) — Eq. (8) of Liu, Zhu & Belkin (2020).
+
+    Trainable parameters ``{"w": (m, d)}``; the output weights ``v ∈ {±1}^m`` are fixed (a leaf of
+    the model, not of ``params``).  Its Hessian in w is diagonal (Eq. 9):
+    H_ii = vᵢ σ''(wᵢx) x² / √m for d = 1.
+
+    With ``parameterization="lecun"`` (Appendix A, Eq. 39) the same network in LeCun coordinates:
+    f(w̄; x) = Σᵢ v̄ᵢ σ(w̄ᵢᵀx), w̄ᵢ ~ N(0, I/d) trainable, v̄ᵢ ∈ {±1/√m} fixed — the same function at
+    w = √d·w̄ (and v = √m·v̄); gradients are √d times larger, Hessians d times larger (Eq. 36–37 with
+    σ_m = 1/√d).  The parameterization is static data of the pytree: an NTK and a LeCun network never
+    share a tree structure, hence never a compiled function.
+    """
 
     v: Array
     activation: Activation = field(metadata=STATIC)
     input_dim: int = field(metadata=STATIC)
-    parameterization: ClassVar[str] = "ntk"
+    parameterization: str = field(default="ntk", metadata=STATIC)
+
+    def __post_init__(self) -> None:
+        V.choice("parameterization", self.parameterization, PARAMETERIZATIONS)
 
     @property
     def width(self) -> int:
@@ -76,33 +89,6 @@ class _ShallowBase:
         return out / math.sqrt(self.width) if self.parameterization == "ntk" else out
 
 
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True, eq=False)
-class ShallowNetwork(_ShallowBase):
-    """f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx / √d) — Eq. (8) of Liu, Zhu & Belkin (2020).
-
-    Trainable parameters ``{"w": (m, d)}``; the output weights ``v ∈ {±1}^m`` are fixed (a leaf of
-    the model, not of ``params``).  Its Hessian in w is diagonal (Eq. 9):
-    H_ii = vᵢ σ''(wᵢx) x² / √m for d = 1.
-    """
-
-    parameterization: ClassVar[str] = "ntk"
-
-
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True, eq=False)
-class LeCunShallowNetwork(_ShallowBase):
-    """The network of Eq. (8) in the LeCun parameterization (Appendix A, Eq. 39):
-
-    f(w̄; x) = Σᵢ v̄ᵢ σ(w̄ᵢᵀx),  w̄ᵢ ~ N(0, I/d) trainable,  v̄ᵢ ∈ {±1/√m} fixed.
-
-    The same function as :class:`ShallowNetwork` at w = √d·w̄ (and v = √m·v̄); gradients are √d
-    times larger, Hessians d times larger (Eq. 36–37 with σ_m = 1/√d for this layer).
-    """
-
-    parameterization: ClassVar[str] = "lecun"
-
-
 def shallow_network(
     key: Array,
     width: int,
@@ -111,12 +97,12 @@ def shallow_network(
     activation: str | Activation = "tanh",
     dtype: Any = jnp.float32,
     parameterization: str = "ntk",
-) -> tuple[ShallowNetwork | LeCunShallowNetwork, PyTree]:
+) -> tuple[ShallowNetwork, PyTree]:
     """Initialize the network of Eq. (8): wᵢ ~ N(0, 1) (trainable), vᵢ uniform on {±1} (fixed).
 
     With ``parameterization="lecun"`` the same random draws are rescaled to the LeCun
     coordinates: w̄ = w/√d, v̄ = v/√m (so both models compute the same function at initialization
-    for the same key), and the model is a :class:`LeCunShallowNetwork`.
+    for the same key).
 
     Returns:
         ``(model, params)`` with ``params = {"w": (width, input_dim)}``.
@@ -129,8 +115,7 @@ def shallow_network(
     k_w, k_v = jax.random.split(key)
     w = jax.random.normal(k_w, (width, input_dim), dtype) * _init_std(input_dim, parameterization)
     v = jax.random.rademacher(k_v, (width,), dtype) * _init_std(width, parameterization)
-    cls = ShallowNetwork if parameterization == "ntk" else LeCunShallowNetwork
-    return cls(v=v, activation=act, input_dim=input_dim), {"w": w}
+    return ShallowNetwork(v=v, activation=act, input_dim=input_dim, parameterization=parameterization), {"w": w}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -152,9 +137,23 @@ class ForwardPass(NamedTuple):
     output: Array
 
 
+@jax.tree_util.register_dataclass
 @dataclass(frozen=True, eq=False)
-class _MLPBase:
-    """Code shared by :class:`MLP` and :class:`LeCunMLP`."""
+class MLP:
+    """Fully connected network with a linear output layer, Eq. (19)/(22).
+
+    α⁽⁰⁾ = x,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m_{l−1} (+ b⁽ˡ⁾),  α⁽ˡ⁾ = σ_l(α̃⁽ˡ⁾),  f = vᵀα⁽ᴸ⁾/√m_L.
+
+    Trainable parameters ``{"layers": [{"W": (m_l, m_{l−1}), "b": (m_l,)?}, ...], "v": (m_L, k)}``;
+    when the output layer is fixed, ``v`` lives on the model instead (``fixed_v``) and is absent from
+    ``params``.  Each hidden layer may have its own activation (e.g. the identity bottleneck of
+    Eq. 31).
+
+    With ``parameterization="lecun"`` (Appendix A, Eq. 39): α̃⁽ˡ⁾ = W̄⁽ˡ⁾α⁽ˡ⁻¹⁾ (+ b⁽ˡ⁾), f = v̄ᵀα⁽ᴸ⁾,
+    W̄⁽ˡ⁾ ~ N(0, 1/m_{l−1}), v̄ ~ N(0, 1/m_L) — the same parameter layout, and the same function at
+    W⁽ˡ⁾ = √m_{l−1}·W̄⁽ˡ⁾, v = √m_L·v̄.  The parameterization is static data of the pytree, so models
+    that compute different functions never share a tree structure or a compiled function.
+    """
 
     fixed_v: Array | None
     widths: tuple[int, ...] = field(metadata=STATIC)
@@ -162,7 +161,10 @@ class _MLPBase:
     input_dim: int = field(metadata=STATIC)
     output_dim: int = field(metadata=STATIC)
     use_bias: bool = field(metadata=STATIC)
-    parameterization: ClassVar[str] = "ntk"
+    parameterization: str = field(default="ntk", metadata=STATIC)
+
+    def __post_init__(self) -> None:
+        V.choice("parameterization", self.parameterization, PARAMETERIZATIONS)
 
     @property
     def depth(self) -> int:
@@ -190,36 +192,6 @@ class _MLPBase:
         return self.forward(params, x).output
 
 
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True, eq=False)
-class MLP(_MLPBase):
-    """Fully connected network with a linear output layer, Eq. (19)/(22).
-
-    α⁽⁰⁾ = x,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m_{l−1} (+ b⁽ˡ⁾),  α⁽ˡ⁾ = σ_l(α̃⁽ˡ⁾),  f = vᵀα⁽ᴸ⁾/√m_L.
-
-    Trainable parameters ``{"layers": [{"W": (m_l, m_{l−1}), "b": (m_l,)?}, ...], "v": (m_L, k)}``;
-    when the output layer is fixed, ``v`` lives on the model instead (``fixed_v``) and is absent from
-    ``params``.  Each hidden layer may have its own activation (e.g. the identity bottleneck of
-    Eq. 31).
-    """
-
-    parameterization: ClassVar[str] = "ntk"
-
-
-@jax.tree_util.register_dataclass
-@dataclass(frozen=True, eq=False)
-class LeCunMLP(_MLPBase):
-    """:class:`MLP` in the LeCun parameterization (Appendix A, Eq. 39):
-
-    α̃⁽ˡ⁾ = W̄⁽ˡ⁾α⁽ˡ⁻¹⁾ (+ b⁽ˡ⁾),  f = v̄ᵀα⁽ᴸ⁾,  W̄⁽ˡ⁾ ~ N(0, 1/m_{l−1}), v̄ ~ N(0, 1/m_L).
-
-    Same parameter layout as :class:`MLP`; the same function at W⁽ˡ⁾ = √m_{l−1}·W̄⁽ˡ⁾,
-    v = √m_L·v̄.
-    """
-
-    parameterization: ClassVar[str] = "lecun"
-
-
 def mlp(
     key: Array,
     widths: int | Sequence[int],
@@ -231,7 +203,7 @@ def mlp(
     train_output: bool = True,
     dtype: Any = jnp.float32,
     parameterization: str = "ntk",
-) -> tuple[MLP | LeCunMLP, PyTree]:
+) -> tuple[MLP, PyTree]:
     """Initialize a fully connected network, NTK-parameterized by default (all weights N(0, 1)).
 
     Args:
@@ -246,7 +218,7 @@ def mlp(
         parameterization: ``"ntk"`` (default) or ``"lecun"`` — weights N(0, 1/fan-in) and no
             1/√fan-in factor in the forward pass (Appendix A, Eq. 39).  For the same key the two
             draw the same standard normals, rescaled: W̄⁽ˡ⁾ = W⁽ˡ⁾/√m_{l−1}, v̄ = v/√m_L, so they
-            compute the same function at initialization; the model is then a :class:`LeCunMLP`.
+            compute the same function at initialization.
 
     Returns:
         ``(model, params)``.
@@ -275,14 +247,14 @@ def mlp(
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v
-    cls = MLP if parameterization == "ntk" else LeCunMLP
-    model = cls(
+    model = MLP(
         fixed_v=None if train_output else v,
         widths=widths,
         activations=acts,
         input_dim=input_dim,
         output_dim=output_dim,
         use_bias=bool(use_bias),
+        parameterization=parameterization,
     )
     return model, params
 

@@ -7,7 +7,7 @@ width, block of seeds); see :mod:`ntkbook.experiments.linearity_experiments`.
 
 JSON keys (besides the runner's): ``width`` (m), ``bottleneck_widths``; ``delta_k``, ``steps``,
 ``final_loss`` — [[per-run values] per bottleneck width]; the step sizes are in
-``settings["learning_rates"]`` in the same layout.
+``settings.learning_rates`` in the same layout.
 """
 
 from __future__ import annotations

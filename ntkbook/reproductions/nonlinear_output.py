@@ -9,7 +9,7 @@ steps.  Pieces are (task, width, block of seeds); see
 JSON keys (besides the runner's): ``widths``; ``delta_k``, ``steps``, ``final_loss`` — each
 {"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs",
 "linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; the step sizes of every
-run are in ``settings["learning_rates"]`` ({"cross_entropy", "swish"}: [[per run] per width]).
+run are in ``settings.learning_rates`` ({"cross_entropy", "swish"}: [[per run] per width]).
 """
 
 from __future__ import annotations

@@ -24,25 +24,25 @@ SEED = 0
 
 def _pieces(settings) -> list[dict[str, Any]]:
     return [{"activation": a, "n": int(n), "d": int(d)}
-            for a in settings["activations"] for n in settings["n_values"] for d in settings["ds"]]
+            for a in settings.activations for n in settings.n_values for d in settings.ds]
 
 
 def _compute(piece, settings) -> dict[str, Any]:
-    out = pt.fit_column(piece["activation"], piece["n"], piece["d"], settings["ks"], trials=settings["trials"],
-                        lr=pt.PAPER_STEP_SIZES[piece["activation"]], max_iters=settings["max_iters"],
-                        tol=settings["tol"], key=jax.random.key(SEED), chunk=settings["chunk"],
-                        d_max=max(settings["ds"]), workers=settings.get("workers", 2))
+    out = pt.fit_column(piece["activation"], piece["n"], piece["d"], settings.ks, trials=settings.trials,
+                        lr=pt.PAPER_STEP_SIZES[piece["activation"]], max_iters=settings.max_iters,
+                        tol=settings.tol, key=jax.random.key(SEED), chunk=settings.chunk,
+                        d_max=max(settings.ds), workers=2)
     return {k: np.asarray(v).tolist() for k, v in out.items()}
 
 
 def _assemble(settings, pieces, results) -> dict[str, Any]:
-    ks, ds = list(settings["ks"]), list(settings["ds"])
+    ks, ds = list(settings.ks), list(settings.ds)
     success: dict[str, dict[str, list]] = {}
     iterations: dict[str, dict[str, list]] = {}
     trials: dict[str, dict[str, list]] = {}
     seconds: dict[str, dict[str, float]] = {}
-    for a in settings["activations"]:
-        for n in settings["n_values"]:
+    for a in settings.activations:
+        for n in settings.n_values:
             cols = {p["d"]: r for p, r in zip(pieces, results) if p["activation"] == a and p["n"] == n}
             ok = np.stack([np.asarray(cols[d]["success"], bool) for d in ds], axis=1)  # (k, d, trial)
             its = np.stack([np.asarray(cols[d]["iterations"]) for d in ds], axis=1)
@@ -50,10 +50,10 @@ def _assemble(settings, pieces, results) -> dict[str, Any]:
             iterations.setdefault(a, {})[str(n)] = np.median(its, axis=2).tolist()
             trials.setdefault(a, {})[str(n)] = ok.astype(int).tolist()
             seconds.setdefault(a, {})[str(n)] = float(sum(cols[d].get("_seconds", 0.0) for d in ds))
-    return {"n_values": list(settings["n_values"]), "activations": list(settings["activations"]), "ks": ks,
+    return {"n_values": list(settings.n_values), "activations": list(settings.activations), "ks": ks,
             "ds": ds, "success": success, "median_iterations": iterations, "trial_success": trials,
             "panel_seconds": seconds,
-            "settings": {"step_sizes": {a: pt.PAPER_STEP_SIZES[a] for a in settings["activations"]},
+            "settings": {"step_sizes": {a: pt.PAPER_STEP_SIZES[a] for a in settings.activations},
                          "seed": SEED, "diverged_threshold": pt.DIVERGED,
                          "data": "x uniform on the unit sphere, y ~ N(0, I_n); data shared across k and "
                                  "activations within a trial (common random numbers)"}}
