@@ -356,7 +356,7 @@ def main() -> None:
     if args.with_make_test:
         result["make_test"] = bench_make_test()
     out.parent.mkdir(parents=True, exist_ok=True)
-    from ntkbook.reproduce import atomic_write_bytes, atomic_write_json
+    from ntkbook.records import atomic_write_bytes, atomic_write_json
 
     atomic_write_json(out.with_suffix(".json"), result)
     atomic_write_bytes(out.with_suffix(".md"), (markdown(result) + "\n").encode())

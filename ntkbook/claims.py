@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
-import math
-import numbers
 import os
 from pathlib import Path
 from typing import Any
@@ -26,6 +24,7 @@ from typing import Any
 import numpy as np
 
 from . import _validation as V
+from .records import to_jsonable
 
 _STATE: dict[str, Any] = {"notebook": None, "scale": None}
 
@@ -52,27 +51,6 @@ def start(notebook: str, *, scale: str) -> Path:
     path.write_text("")
     _STATE.update(notebook=notebook, scale=scale)
     return path
-
-
-def _jsonable(value: Any) -> Any:
-    """Convert numbers/arrays (NumPy, JAX) to plain JSON; non-finite floats become strings."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, numbers.Integral):
-        return int(value)
-    if isinstance(value, numbers.Real):
-        f = float(value)
-        return f if math.isfinite(f) else str(f)
-    if isinstance(value, str) or value is None:
-        return value
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_jsonable(v) for v in value]
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
-        arr = np.asarray(value)
-        return _jsonable(arr.item()) if arr.ndim == 0 else _jsonable(arr.tolist())
-    return str(value)
 
 
 def _backend() -> str:
@@ -123,7 +101,7 @@ def check(claim_id: str, condition: Any, *, ref: str, **measured: Any) -> None:
         "claim": claim_id,
         "status": "passed" if passed else "failed",
         "ref": ref,
-        "measured": _jsonable(measured),
+        "measured": to_jsonable(measured),
         "scale": _STATE["scale"],
         "notebook": _STATE["notebook"],
         "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),

@@ -16,7 +16,6 @@ are imported on first use.
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import json
 import os
@@ -33,8 +32,8 @@ import jax
 
 from . import _validation as V
 from . import scales
-from .claims import _jsonable
 from .progress import progress
+from .records import atomic_write_json, digest, file_mode, to_jsonable
 
 Piece = dict[str, Any]
 
@@ -93,28 +92,6 @@ def get(name: str) -> Reproduction:
     return REGISTRY[V.choice("name", name, sorted(REGISTRY))]
 
 
-# ---------------------------------------------------------------------------------------------
-# Files: canonical JSON, digests, atomic writes
-# ---------------------------------------------------------------------------------------------
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(_jsonable(value), sort_keys=True, separators=(",", ":"))
-
-
-def digest(value: Any) -> str:
-    return hashlib.sha256(canonical_json(value).encode()).hexdigest()
-
-
-def _default_file_mode() -> int:
-    umask = os.umask(0)
-    os.umask(umask)
-    return 0o666 & ~umask
-
-
-_FILE_MODE = _default_file_mode()
-
-
 def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> None:
     """Title a reproduction's matplotlib figure, write it to ``path`` and close it."""
     import matplotlib.pyplot as plt
@@ -122,26 +99,6 @@ def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> Non
     fig.suptitle(title, **suptitle_kwargs)
     fig.savefig(path)
     plt.close(fig)
-
-
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` so that readers see the old file or the whole new one, never a part."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.chmod(tmp, _FILE_MODE)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def atomic_write_json(path: Path, value: Any) -> None:
-    atomic_write_bytes(path, (json.dumps(_jsonable(value), indent=1) + "\n").encode())
 
 
 class PieceCache:
@@ -160,7 +117,7 @@ class PieceCache:
             return None
         try:
             record = json.loads(path.read_text())
-            ok = record["piece"] == _jsonable(piece) and record["sha256"] == digest(record["result"])
+            ok = record["piece"] == to_jsonable(piece) and record["sha256"] == digest(record["result"])
         except (OSError, ValueError, KeyError, TypeError):
             ok = False
         if not ok:
@@ -170,7 +127,7 @@ class PieceCache:
         return record["result"]
 
     def save(self, piece: Piece, result: dict[str, Any]) -> None:
-        result = _jsonable(result)
+        result = to_jsonable(result)
         atomic_write_json(self.path(piece), {"piece": piece, "sha256": digest(result), "result": result})
 
 
@@ -206,7 +163,7 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
         result = cache.load(item) if (cache is not None and resume) else None
         if result is None:
             t0 = time.perf_counter()
-            result = _jsonable(reproduction.compute(item, settings))
+            result = to_jsonable(reproduction.compute(item, settings))
             result["_seconds"] = time.perf_counter() - t0
             if cache is not None:
                 cache.save(item, result)
@@ -219,7 +176,7 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
     output = {"name": name, "scale": scale, "settings": recorded,
               "seconds": time.perf_counter() - start, "compute_seconds": compute_seconds,
               "pieces": len(items), "cached_pieces": cached, **machine(), **body}
-    output = _jsonable(output)
+    output = to_jsonable(output)
     if out is not None:
         atomic_write_json(out / f"{name}.json", output)
         if plot and reproduction.plot is not None:
@@ -233,7 +190,7 @@ def _plot_atomically(reproduction: Reproduction, result: dict[str, Any], path: P
     matplotlib.use("Agg", force=False)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".png")
     os.close(fd)
-    os.chmod(tmp, _FILE_MODE)
+    os.chmod(tmp, file_mode())
     try:
         reproduction.plot(result, Path(tmp))
         os.replace(tmp, path)
