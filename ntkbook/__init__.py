@@ -8,8 +8,8 @@ The public contract (see the book's design guide):
 
 Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``hessian``, ``norms``,
 ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``gaussian``, ``plotting``, ``tables``,
-``pytree``, ``progress``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
-chapter), ``data`` and ``reproductions``.
+``pytree``, ``progress``, ``sweep``, ``records``; imported on first use: ``symbolic`` (sympy),
+``experiments`` (one module per chapter), ``data`` and ``reproductions``.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from . import (
     reproduce,
     scales,
     structured_ntk,
+    sweep,
     tables,
     training,
 )
@@ -70,6 +71,7 @@ __all__ = [
     "scales",
     "setup",
     "structured_ntk",
+    "sweep",
     "tables",
     "training",
 ]

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from . import reproduce, scales
+    from . import reproduce, scales, sweep
 
     parser = argparse.ArgumentParser(prog="python -m ntkbook", description="Reproduce the experiments of the book.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -19,6 +19,10 @@ def main(argv: Sequence[str] | None = None) -> int:
                                                    "(default: $NTKBOOK_SCALE or 'book')")
     rep.add_argument("--out", default="results", help="output directory (default: ./results)")
     rep.add_argument("--no-resume", action="store_true", help="recompute pieces already in the cache")
+    rep.add_argument("--shard", default=None, metavar="i/n",
+                     help="compute only share i of n of the pieces into the shared cache under --out (e.g. a Slurm "
+                          "array: --shard $SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT); a last call without "
+                          "--shard merges the shares and draws the figure")
     args = parser.parse_args(argv)
 
     if args.command == "list":
@@ -27,9 +31,15 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"{name:24s} {r.description}")
         return 0
     try:
-        result = reproduce.run(args.name, args.scale, args.out, resume=not args.no_resume)
+        shard = None if args.shard is None else sweep.parse_shard(args.shard)
+        result = reproduce.run(args.name, args.scale, args.out, resume=not args.no_resume, shard=shard)
     except ValueError as err:
         parser.exit(2, f"error: {err}\n")
+    if shard is not None:
+        print(f"{result['name']} at scale {result['scale']}, shard {shard[0]}/{shard[1]}: {result['pieces']} "
+              f"pieces ({result['cached_pieces']} from the cache) in {result['seconds']:.1f} s on "
+              f"{result['backend']} -> {args.out}/.cache")
+        return 0
     print(f"{result['name']} at scale {result['scale']}: {result['pieces']} pieces "
           f"({result['cached_pieces']} from the cache) in {result['seconds']:.1f} s on {result['backend']} "
           f"-> {args.out}/{result['name']}.json")

@@ -1,17 +1,19 @@
-"""Reproductions: experiments run from the command line, cached piece by piece, resumable.
+"""Reproductions: the papers' figures from the command line, through the one sweep engine.
 
-``python -m ntkbook reproduce NAME --scale {ci,book,paper} --out DIR`` writes ``DIR/NAME.json``
-(every number behind the figure, the settings, seconds taken, JAX backend and devices) and
-``DIR/NAME.png``.  A reproduction is a list of independent *pieces* (e.g. one (width, seed) pair);
-each finished piece is written to ``DIR/.cache/NAME/<scale>-<settings digest>/`` with an atomic
-rename, so an interrupted run resumes where it stopped.  A cache file that does not parse or whose
-checksum does not match is recomputed, never trusted.
+``python -m ntkbook reproduce NAME --scale {ci,book,paper} --out DIR [--shard i/n]`` writes
+``DIR/NAME.json`` (every number behind the figure — the tidy table of the sweep —, the settings, seconds
+taken, JAX backend and devices) and ``DIR/NAME.png``.  A reproduction is a :class:`~ntkbook.sweep.Sweep`
+plus the one function that draws its figure from the sweep's table; the chapter that shows the figure
+calls the same two (``nb.sweep.run`` and the figure function), so the book and the command line cannot
+drift apart.  Finished pieces are cached under ``DIR/.cache`` (atomic writes, checksums), so an
+interrupted run resumes where it stopped; ``--shard i/n`` computes one share of the pieces into the
+shared cache (a Slurm array index works directly), and a last call without ``--shard`` merges and draws.
 
-The chapters call the same experiment code (usually the piece function in a loop), so the book and
-the command line cannot drift apart.
+Older reproductions registered with ``pieces``/``compute``/``assemble``/``plot`` still run through the
+legacy path below until their chapters are ported to sweeps.
 
-A reproduction registers itself with :func:`register`; the modules of the package ``ntkbook.reproductions``
-are imported on first use.
+A reproduction registers itself with :func:`register`; the modules of the package
+``ntkbook.reproductions`` are imported on first use.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ import jax
 
 from . import _validation as V
 from . import scales
+from . import sweep as sweeps
 from .progress import progress
 from .records import atomic_write_json, digest, file_mode, to_jsonable
 
@@ -40,27 +43,39 @@ Piece = dict[str, Any]
 
 @dataclass(frozen=True)
 class Reproduction:
-    """One reproducible experiment.
+    """One reproducible figure.
 
     Attributes:
         name: command-line name (``"nonlinear-output"``).
         experiment: its key in :data:`ntkbook.scales.TABLE`.
         description: one line for ``python -m ntkbook list``.
-        pieces: settings → list of independent work items (small JSON-able dicts).
-        compute: (piece, settings) → JSON-able dict of results for that piece.
-        assemble: (settings, pieces, results) → the keys of the output JSON specific to this
-            reproduction; a ``"settings"`` entry is merged into the recorded settings (e.g. step
-            sizes derived from the data).
-        plot: (result, path) → writes the figure (PNG) for the assembled result, or None.
+        sweep: the :class:`~ntkbook.sweep.Sweep` that computes every number of the figure.
+        figure: (table, settings) → a matplotlib figure: the one function that draws this figure,
+            also called by the chapter.
+        summary: (table, settings) → extra JSON-able numbers (e.g. fitted rates), or None.
+        pieces, compute, assemble, plot: the legacy form (no sweep): settings → work items,
+            (item, settings) → result dict, (settings, items, results) → output keys, (result, path)
+            → PNG.  Removed once every reproduction uses a sweep.
     """
 
     name: str
     experiment: str
     description: str
-    pieces: Callable[[Mapping[str, Any]], list[Piece]]
-    compute: Callable[[Piece, Mapping[str, Any]], dict[str, Any]]
-    assemble: Callable[[Mapping[str, Any], list[Piece], list[dict[str, Any]]], dict[str, Any]]
+    sweep: sweeps.Sweep | None = None
+    figure: Callable[..., Any] | None = None
+    summary: Callable[..., Mapping[str, Any]] | None = None
+    pieces: Callable[[Any], list[Piece]] | None = None
+    compute: Callable[[Piece, Any], dict[str, Any]] | None = None
+    assemble: Callable[[Any, list[Piece], list[dict[str, Any]]], dict[str, Any]] | None = None
     plot: Callable[[dict[str, Any], Path], None] | None = None
+
+    def __post_init__(self) -> None:
+        if self.sweep is None and None in (self.pieces, self.compute, self.assemble):
+            raise ValueError(f"reproduction {self.name!r}: give a sweep (and a figure), or the legacy "
+                             "pieces/compute/assemble")
+        if self.sweep is not None and self.sweep.name != self.experiment:
+            raise ValueError(f"reproduction {self.name!r}: its sweep is named {self.sweep.name!r}, "
+                             f"its experiment {self.experiment!r}")
 
 
 REGISTRY: dict[str, Reproduction] = {}
@@ -101,8 +116,64 @@ def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> Non
     plt.close(fig)
 
 
+def machine() -> dict[str, Any]:
+    """JAX backend and devices (recorded in every output)."""
+    return {"backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
+
+
+def run(name: str, scale: str | None = None, out: str | os.PathLike | None = None, *, resume: bool = True,
+        plot: bool = True, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+    """Run reproduction ``name`` at ``scale`` and return its result dict.
+
+    With ``out`` the result is written to ``out/NAME.json`` (and ``out/NAME.png``) and every finished
+    piece is cached under ``out/.cache``; ``resume=False`` ignores (and overwrites) the cache.
+    Without ``out`` nothing is written.  With ``shard=(i, n)`` only that share of the pieces is
+    computed into the cache (``out`` is then required) and no figure is drawn; the result dict counts
+    the pieces of the shard.
+    """
+    reproduction = get(name)
+    scale = scales.resolve(scale)
+    settings = scales.get(reproduction.experiment, scale)
+    if shard is not None and out is None:
+        raise ValueError("shard needs out: the shards meet in the piece cache under out/.cache")
+    if reproduction.sweep is None:
+        if shard is not None:
+            raise ValueError(f"reproduction {name!r} is not a sweep yet and cannot be sharded")
+        return _run_legacy(reproduction, scale, settings, out, resume, plot)
+    start = time.perf_counter()
+    out = None if out is None else Path(out)
+    table = sweeps.run(reproduction.sweep, settings, cache=None if out is None else out / ".cache", resume=resume,
+                       shard=shard)
+    output: dict[str, Any] = {
+        "name": name, "scale": scale, "settings": settings.as_dict(), "seconds": time.perf_counter() - start,
+        "compute_seconds": table.attrs["compute_seconds"], "pieces": table.attrs["pieces"],
+        "cached_pieces": table.attrs["cached_pieces"], **machine(),
+    }
+    if shard is not None:
+        output["shard"] = list(shard)
+        return output
+    output["table"] = {str(k): table[k].tolist() for k in table.columns}
+    if reproduction.summary is not None:
+        output["summary"] = dict(reproduction.summary(table, settings))
+    output = to_jsonable(output)
+    if out is not None:
+        atomic_write_json(out / f"{name}.json", output)
+        if plot and reproduction.figure is not None:
+            def draw(path: Path) -> None:
+                fig = reproduction.figure(table, settings)
+                save_figure(fig, path, f"{reproduction.description} — scale {scale}")
+
+            _write_png_atomically(draw, out / f"{name}.png")
+    return output
+
+
+# ---------------------------------------------------------------------------------------------
+# Legacy reproductions (pieces/compute/assemble), until every chapter uses a sweep
+# ---------------------------------------------------------------------------------------------
+
+
 class PieceCache:
-    """Finished pieces of one (reproduction, scale, settings), one checksummed JSON file each."""
+    """Finished pieces of one legacy (reproduction, scale, settings), one checksummed JSON file each."""
 
     def __init__(self, directory: Path):
         self.directory = Path(directory)
@@ -131,27 +202,9 @@ class PieceCache:
         atomic_write_json(self.path(piece), {"piece": piece, "sha256": digest(result), "result": result})
 
 
-# ---------------------------------------------------------------------------------------------
-# Running
-# ---------------------------------------------------------------------------------------------
-
-
-def machine() -> dict[str, Any]:
-    """JAX backend and devices (recorded in every output)."""
-    return {"backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
-
-
-def run(name: str, scale: str | None = None, out: str | os.PathLike | None = None, *, resume: bool = True,
-        plot: bool = True) -> dict[str, Any]:
-    """Run reproduction ``name`` at ``scale`` and return its result dict.
-
-    With ``out`` the result is written to ``out/NAME.json`` (and ``out/NAME.png``) and every finished
-    piece is cached under ``out/.cache``; ``resume=False`` ignores (and overwrites) the cache.
-    Without ``out`` nothing is written.
-    """
-    reproduction = get(name)
-    scale = scales.resolve(scale)
-    settings = scales.get(reproduction.experiment, scale)
+def _run_legacy(reproduction: Reproduction, scale: str, settings: Any, out: Any, resume: bool,
+                plot: bool) -> dict[str, Any]:
+    name = reproduction.name
     start = time.perf_counter()
     items = reproduction.pieces(settings)
     cache = None
@@ -180,11 +233,11 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
     if out is not None:
         atomic_write_json(out / f"{name}.json", output)
         if plot and reproduction.plot is not None:
-            _plot_atomically(reproduction, output, out / f"{name}.png")
+            _write_png_atomically(lambda path: reproduction.plot(output, path), out / f"{name}.png")
     return output
 
 
-def _plot_atomically(reproduction: Reproduction, result: dict[str, Any], path: Path) -> None:
+def _write_png_atomically(draw: Callable[[Path], None], path: Path) -> None:
     import matplotlib
 
     matplotlib.use("Agg", force=False)
@@ -192,7 +245,7 @@ def _plot_atomically(reproduction: Reproduction, result: dict[str, Any], path: P
     os.close(fd)
     os.chmod(tmp, file_mode())
     try:
-        reproduction.plot(result, Path(tmp))
+        draw(Path(tmp))
         os.replace(tmp, path)
     finally:
         Path(tmp).unlink(missing_ok=True)

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from ntkbook import records, reproduce, scales
+from ntkbook import records, reproduce, scales, sweep
 
 
 class Interrupt(Exception):
@@ -24,26 +24,30 @@ class Toy(scales.ExperimentSettings):
 
 @pytest.fixture
 def toy(monkeypatch):
-    """A registered reproduction whose pieces square numbers and count their calls."""
+    """A registered sweep reproduction whose pieces square numbers and count their calls."""
     monkeypatch.setitem(scales.TABLE, "toy", {s: Toy(n=5, offset=0.5) for s in scales.SCALES})
     calls = []
     state = {"fail_at": None}
 
-    def compute(piece, settings):
-        if piece["i"] == state["fail_at"]:
+    def compute(coords, settings, key):
+        if coords["i"] == state["fail_at"]:
             raise Interrupt
-        calls.append(piece["i"])
-        return {"square": (piece["i"] + settings.offset) ** 2}
+        calls.append(coords["i"])
+        return {"square": (coords["i"] + settings.offset) ** 2}
 
-    def plot(result, path):
-        path.write_bytes(b"\x89PNG fake")
+    def figure(table, settings):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots()
+        ax.plot(table["i"], table["square"])
+        return fig
 
     r = reproduce.Reproduction(
         name="toy", experiment="toy", description="squares",
-        pieces=lambda s: [{"i": i} for i in range(s.n)],
-        compute=compute,
-        assemble=lambda s, pieces, results: {"squares": [r["square"] for r in results], "settings": {"rule": "i²"}},
-        plot=plot,
+        sweep=sweep.Sweep(name="toy", pieces=lambda s: sweep.grid(i=range(s.n)), compute=compute,
+                          columns={"square": "(i + offset)²"}),
+        figure=figure,
+        summary=lambda table, settings: {"total": float(table["square"].sum())},
     )
     monkeypatch.setitem(reproduce.REGISTRY, "toy", r)
     return calls, state
@@ -54,11 +58,12 @@ def test_outputs_and_keys(toy, tmp_path):
     result = reproduce.run("toy", "ci", tmp_path)
     on_disk = json.loads((tmp_path / "toy.json").read_text())
     assert on_disk == result
-    for key in ("name", "scale", "settings", "seconds", "backend", "devices"):
+    for key in ("name", "scale", "settings", "seconds", "backend", "devices", "table", "summary"):
         assert key in on_disk
-    assert on_disk["squares"] == [0.25, 2.25, 6.25, 12.25, 20.25]
-    assert on_disk["settings"] == {"n": 5, "offset": 0.5, "rule": "i²"}
-    assert (tmp_path / "toy.png").exists() and calls == [0, 1, 2, 3, 4]
+    assert on_disk["table"] == {"i": [0, 1, 2, 3, 4], "square": [0.25, 2.25, 6.25, 12.25, 20.25]}
+    assert on_disk["summary"] == {"total": 41.25}
+    assert on_disk["settings"] == {"n": 5, "offset": 0.5}
+    assert (tmp_path / "toy.png").read_bytes()[:4] == b"\x89PNG" and calls == [0, 1, 2, 3, 4]
     assert not list(tmp_path.glob(".*.tmp")) and not list(tmp_path.glob(".toy*"))
 
 
@@ -74,22 +79,18 @@ def test_resume_after_interruption(toy, tmp_path):
     assert result["cached_pieces"] == 3
     again = reproduce.run("toy", "ci", tmp_path)
     assert calls == [0, 1, 2, 3, 4] and again["cached_pieces"] == 5
-    assert again["squares"] == result["squares"]
+    assert again["table"] == result["table"]
 
 
-def test_corrupted_cache_is_recomputed(toy, tmp_path):
+def test_shards_then_merge(toy, tmp_path):
     calls, _ = toy
-    reproduce.run("toy", "ci", tmp_path)
-    files = sorted((tmp_path / ".cache" / "toy").glob("*/*.json"))
-    assert len(files) == 5
-    record = json.loads(files[0].read_text())
-    record["result"]["square"] = 1e9  # tampered: checksum no longer matches
-    files[0].write_text(json.dumps(record))
-    files[1].write_text("{ not json")
-    with pytest.warns(UserWarning, match="corrupted cache file"):
-        result = reproduce.run("toy", "ci", tmp_path)
-    assert len(calls) == 7 and result["cached_pieces"] == 3
-    assert 1e9 not in result["squares"]
+    parts = [reproduce.run("toy", "ci", tmp_path, shard=(i, 2)) for i in range(2)]
+    assert [p["pieces"] for p in parts] == [3, 2] and sorted(calls) == [0, 1, 2, 3, 4]
+    assert not (tmp_path / "toy.json").exists()  # shards only fill the cache
+    merged = reproduce.run("toy", "ci", tmp_path)
+    assert merged["cached_pieces"] == 5 and len(calls) == 5 and (tmp_path / "toy.png").exists()
+    with pytest.raises(ValueError, match="shard needs out"):
+        reproduce.run("toy", "ci", shard=(0, 2))
 
 
 def test_settings_change_uses_a_new_cache(toy, tmp_path, monkeypatch):
@@ -97,7 +98,7 @@ def test_settings_change_uses_a_new_cache(toy, tmp_path, monkeypatch):
     reproduce.run("toy", "ci", tmp_path)
     monkeypatch.setitem(scales.TABLE["toy"], "ci", Toy(n=5, offset=1.5))
     result = reproduce.run("toy", "ci", tmp_path)
-    assert len(calls) == 10 and result["squares"][0] == 2.25
+    assert len(calls) == 10 and result["table"]["square"][0] == 2.25
 
 
 def test_no_output_directory_writes_nothing(toy, tmp_path, monkeypatch):

@@ -1,0 +1,141 @@
+"""The sweep engine: keys from coordinates, tidy tables, the piece cache, resume, shards."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from dataclasses import dataclass
+
+import jax
+import numpy as np
+import pandas as pd
+import pytest
+
+from ntkbook import scales, sweep
+
+
+@dataclass(frozen=True, kw_only=True)
+class Toy(scales.ExperimentSettings):
+    widths: tuple[int, ...]
+    seeds: int
+    offset: float
+
+
+SETTINGS = Toy(widths=(3, 5), seeds=2, offset=0.5)
+
+
+def _make(calls: list | None = None, version: str = "1") -> sweep.Sweep:
+    def compute(coords, settings, key):
+        if calls is not None:
+            calls.append(dict(coords))
+        draws = jax.random.normal(key, (coords["width"],))
+        return {"index": list(range(coords["width"])), "draw": draws, "mean": float(draws.mean()) + settings.offset,
+                "flag": np.nan if coords["seed"] == 0 else 1.0}
+
+    return sweep.Sweep(name="toy", pieces=lambda s: sweep.grid(width=s.widths, seed=range(s.seeds)), compute=compute,
+                       columns={"index": "row index", "draw": "N(0, 1) draw", "mean": "mean draw + offset",
+                                "flag": "NaN for seed 0"}, version=version)
+
+
+def test_grid_is_a_product_in_order():
+    assert sweep.grid(a=(1, 2), b=("x", "y")) == [{"a": 1, "b": "x"}, {"a": 1, "b": "y"}, {"a": 2, "b": "x"},
+                                                  {"a": 2, "b": "y"}]
+    assert sweep.grid(m=np.array([4, 8])) == [{"m": 4}, {"m": 8}]
+    assert type(sweep.grid(m=np.array([4]))[0]["m"]) is int
+
+
+def test_piece_key_depends_on_coordinates_only():
+    a = sweep.piece_key("toy", {"width": 3, "seed": 1})
+    b = sweep.piece_key("toy", {"seed": 1, "width": 3})  # order of the coordinates does not matter
+    assert np.array_equal(jax.random.key_data(a), jax.random.key_data(b))
+    others = [sweep.piece_key("toy", {"width": 3, "seed": 2}), sweep.piece_key("other", {"width": 3, "seed": 1})]
+    for o in others:
+        assert not np.array_equal(jax.random.key_data(a), jax.random.key_data(o))
+    # and the same key in a fresh process
+    code = ("import jax, json; from ntkbook.sweep import piece_key; "
+            "print(json.dumps(jax.random.key_data(piece_key('toy', {'width': 3, 'seed': 1})).tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    assert json.loads(out) == jax.random.key_data(a).tolist()
+
+
+def test_run_returns_a_tidy_table():
+    table = sweep.run(_make(), SETTINGS, show_progress=False)
+    assert list(table.columns) == ["width", "seed", "index", "draw", "mean", "flag"]
+    assert len(table) == 2 * 3 + 2 * 5
+    assert table.attrs["pieces"] == 4 and table.attrs["cached_pieces"] == 0
+    one = table[(table.width == 5) & (table.seed == 1)]
+    key = sweep.piece_key("toy", {"width": 5, "seed": 1})
+    np.testing.assert_array_equal(one["draw"].to_numpy(), np.asarray(jax.random.normal(key, (5,))).astype(float))
+    assert table["flag"][table.seed == 0].isna().all()
+
+
+def test_a_piece_alone_equals_the_piece_in_the_sweep():
+    full = sweep.run(_make(), SETTINGS, show_progress=False)
+    alone = sweep.run(_make(), SETTINGS.replace(widths=(5,), seeds=2), show_progress=False)
+    pd.testing.assert_frame_equal(full[full.width == 5].reset_index(drop=True), alone)
+
+
+def test_cache_resume_and_identical_numbers(tmp_path):
+    calls: list = []
+    first = sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    assert len(calls) == 4
+    again = sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    assert len(calls) == 4 and again.attrs["cached_pieces"] == 4
+    pd.testing.assert_frame_equal(first, again)  # NaN, float32 draws and ints survive the cache exactly
+    sweep.run(_make(calls), SETTINGS, cache=tmp_path, resume=False, show_progress=False)
+    assert len(calls) == 8
+
+
+def test_changed_settings_or_version_never_reuse_a_piece(tmp_path):
+    calls: list = []
+    sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    sweep.run(_make(calls), SETTINGS.replace(offset=1.5), cache=tmp_path, show_progress=False)
+    sweep.run(_make(calls, version="2"), SETTINGS, cache=tmp_path, show_progress=False)
+    assert len(calls) == 12
+
+
+def test_corrupted_piece_is_recomputed(tmp_path):
+    calls: list = []
+    sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    files = sorted(tmp_path.glob("toy/*/*.json"))
+    assert len(files) == 4
+    record = json.loads(files[0].read_text())
+    record["columns"]["mean"][0] += 1.0  # the checksum no longer matches
+    files[0].write_text(json.dumps(record))
+    files[1].write_text("{ not json")
+    with pytest.warns(UserWarning, match="corrupted cache file"):
+        table = sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    assert len(calls) == 6 and table.attrs["cached_pieces"] == 2
+    pd.testing.assert_frame_equal(table, sweep.run(_make(), SETTINGS, show_progress=False))
+
+
+def test_shards_meet_in_the_cache(tmp_path):
+    calls: list = []
+    parts = [sweep.run(_make(calls), SETTINGS, cache=tmp_path, shard=(i, 3), show_progress=False) for i in range(3)]
+    assert sorted(p.attrs["pieces"] for p in parts) == [1, 1, 2] and len(calls) == 4
+    merged = sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
+    assert len(calls) == 4 and merged.attrs["cached_pieces"] == 4
+    pd.testing.assert_frame_equal(merged, sweep.run(_make(), SETTINGS, show_progress=False))
+    assert sweep.parse_shard("2/5") == (2, 5)
+    for bad in ("5/5", "a/b", "1", "-1/3"):
+        with pytest.raises(ValueError, match="shard"):
+            sweep.parse_shard(bad)
+
+
+def test_bad_sweeps_are_errors():
+    with pytest.raises(TypeError, match="settings must be the typed settings"):
+        sweep.run(_make(), {"widths": (3,)})
+    dup = sweep.Sweep(name="toy", pieces=lambda s: [{"width": 3, "seed": 0}] * 2, compute=lambda c, s, k: {"x": 1})
+    with pytest.raises(ValueError, match="appears twice"):
+        sweep.run(dup, SETTINGS, show_progress=False)
+    wrong = sweep.Sweep(name="toy", pieces=lambda s: [{"width": 3}], compute=lambda c, s, k: {"y": [1, 2]},
+                        columns={"x": "declared"})
+    with pytest.raises(ValueError, match="missing"):
+        sweep.run(wrong, SETTINGS, show_progress=False)
+    liar = sweep.Sweep(name="toy", pieces=lambda s: [{"width": 3}], compute=lambda c, s, k: {"width": [4]})
+    with pytest.raises(ValueError, match="disagrees"):
+        sweep.run(liar, SETTINGS, show_progress=False)
+    ragged = sweep.Sweep(name="toy", pieces=lambda s: [{"width": 3}], compute=lambda c, s, k: {"a": [1], "b": [1, 2]})
+    with pytest.raises(ValueError, match="different lengths"):
+        sweep.run(ragged, SETTINGS, show_progress=False)
