@@ -18,11 +18,13 @@ def test_passing_claim_is_recorded(ledger):
     rec = json.loads(ledger.read_text().splitlines()[0])
     assert rec["status"] == "passed" and rec["claim"] == "demo/ok" and rec["scale"] == "ci"
     assert rec["measured"] == {"measured": [1.0, 2.0], "n": 3}
-    assert rec["notebook"] == "99-test" and rec["ref"] == "Prop. 0" and rec["date"]
+    assert rec["notebook"] == "99-test" and rec["ref"] == "Prop. 0" and rec["kind"] == "legacy"
+    assert rec["label"] is None and "date" not in rec
 
 
 def test_failing_claim_raises_and_is_recorded(ledger):
-    with pytest.raises(AssertionError, match=r"claim 'demo/bad' \(Thm 1\) failed at scale 'ci': slope=-0\.3"):
+    with pytest.raises(AssertionError, match=r"FAILED  demo/bad  \[legacy check\]  condition holds; slope = -0\.3 "
+                                              r"\(Thm 1; notebook '99-test' at scale 'ci'\)"):
         claims.check("demo/bad", False, ref="Thm 1", slope=-0.3)
     assert json.loads(ledger.read_text())["status"] == "failed"
 
@@ -38,7 +40,7 @@ def test_condition_must_be_one_boolean(ledger):
 
 def test_helpers(ledger):
     claims.check_all_leq("demo/leq", [1.0, 2.0], [2.0, 2.0], ref="r")
-    with pytest.raises(AssertionError, match=r"worst_ratio=1\.5"):
+    with pytest.raises(AssertionError, match=r"worst ratio 1\.5"):
         claims.check_all_leq("demo/leq-fails", [3.0, 1.0], [2.0, 2.0], ref="r")
     claims.check_between("demo/between", -0.49, -0.55, -0.45, ref="r")
     with pytest.raises(AssertionError):
