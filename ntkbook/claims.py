@@ -26,7 +26,7 @@ Errata page).
 can be inconclusive.  At ``ci`` scale an inconclusive claim is recorded and shown as such, and the
 notebook goes on; at ``book`` and ``paper`` scale it raises, like a failure.
 
-**Ledger.** :func:`start` (called by :func:`ntkbook.notebook.setup`) begins
+**Ledger.** :func:`start` (called by :func:`ntkbook.setup`) begins
 ``<ledger dir>/<notebook>.jsonl`` (``$NTKBOOK_LEDGER_DIR``, default ``~/.cache/ntkbook/ledger``); each
 claim rewrites it atomically with one JSON line per claim (keys sorted)::
 
@@ -69,7 +69,7 @@ from .records import atomic_write_bytes, canonical_json, to_jsonable
 
 Status = Literal["passed", "failed", "inconclusive"]
 
-#: The three papers, as claim references name them: ``ref = "<paper>, <result number>"``.
+#: The three papers as claim references name them, ``ref = "<paper>, <result number>"``.
 PAPERS: tuple[str, ...] = ("Liu–Zhu–Belkin 2020", "Liu–Zhu–Belkin 2022", "Oymak–Soltanolkotabi 2020")
 #: Every kind a ledger record can have.  ``identity`` is an illustration, never evidence.
 KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "legacy")
@@ -168,7 +168,7 @@ def calls_claims(source: str) -> bool:
 
 
 def round_floats(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
-    """``value`` as plain JSON (:func:`ntkbook.records.to_jsonable`) with every float rounded to
+    """``value`` as plain JSON (``ntkbook.records.to_jsonable``) with every float rounded to
     ``digits`` significant digits (−0.0 becomes 0.0)."""
     value = to_jsonable(value)
     if isinstance(value, float):

@@ -27,8 +27,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-#: Below this magnitude (and from :data:`SCI_HIGH` on) non-zero floats use scientific notation.
+#: Non-zero floats below this magnitude are written in scientific notation.
 SCI_LOW = 1e-3
+#: Floats from this magnitude on are written in scientific notation.
 SCI_HIGH = 1e6
 
 
@@ -41,13 +42,22 @@ def to_frame(rows: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFram
         lengths = {len(v) if isinstance(v, (list, tuple)) else 1 for v in data.values()}
         if len(lengths) > 1:
             raise ValueError(f"columns must have equal lengths, got lengths {sorted(lengths)}")
-        return pd.DataFrame(data)
+        # a column mixing ints and floats (a count next to ratios) keeps its ints: object dtype
+        return pd.DataFrame({k: pd.Series(list(v), dtype=object) if _mixes_ints_and_floats(v) else v
+                             for k, v in data.items()})
     if isinstance(rows, Sequence) and not isinstance(rows, (str, bytes)):
         if not all(isinstance(r, Mapping) for r in rows):
             raise TypeError("rows must be a DataFrame, a dict of columns or a list of row dicts")
         return pd.DataFrame([{str(k): (np.asarray(v).item() if hasattr(v, "shape") and np.ndim(v) == 0 else v)
                               for k, v in row.items()} for row in rows])
     raise TypeError(f"rows must be a DataFrame, a dict of columns or a list of row dicts, got {type(rows).__name__}")
+
+
+def _mixes_ints_and_floats(column: Any) -> bool:
+    if not isinstance(column, (list, tuple)):
+        return False
+    ints = any(isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)) for v in column)
+    return ints and any(isinstance(v, (float, np.floating)) for v in column)
 
 
 def _is_number(v: Any) -> bool:

@@ -89,3 +89,8 @@ def test_show_accepts_frames_dicts_and_rows():
 def test_digits_per_column():
     t = tables.show({"a": [0.123456], "b": [0.123456]}, digits={"a": 2})
     assert repr(t).splitlines()[-1].split() == ["0.12", "0.1235"]
+
+
+def test_a_count_among_ratios_stays_an_integer():
+    t = tables.show({"statistic": ["samples", "worst ratio", "exact"], "value": [8, 0.5, 1.0]})
+    assert [line.split()[-1] for line in repr(t).splitlines()[2:]] == ["8", "0.5000", "1.000"]

@@ -285,14 +285,16 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
             result += nodes.strong(text=row["ref"])
             result += nodes.Text(f" ({row['kind']}, {row['where']}) — {row['title']}")
             statement = nodes.paragraph(text=str(row["statement"]), classes=["ntkbook-statement"])
-            measured = nodes.paragraph()
-            for i, name in enumerate(row["measured_by"]):
-                measured += nodes.Text(", " if i else "")
-                measured += _api_link(app, docname, str(name))
-            rows.append([[result, statement], _where(app, docname, row), measured,
-                         _claims_cell(by_ref.get(full_ref(paper, row), []), row)])
-        section += make_table(["result", "in the book", "measured by", "claims in this build"], rows,
-                              [34, 18, 18, 30], ["ntkbook-index"])
+            where = [_where(app, docname, row)]
+            if row["measured_by"]:
+                measured = nodes.paragraph(text="measured by ", classes=["ntkbook-measured-by"])
+                for i, name in enumerate(row["measured_by"]):
+                    measured += nodes.Text(", " if i else "")
+                    measured += _api_link(app, docname, str(name))
+                where.append(measured)
+            rows.append([[result, statement], where, _claims_cell(by_ref.get(full_ref(paper, row), []), row)])
+        section += make_table(["result", "in the book", "claims in this build"], rows, [36, 24, 40],
+                              ["ntkbook-index"])
         content.append(section)
     own = sorted((ref, recs) for ref, recs in by_ref.items() if is_book_ref(ref))
     if own:
