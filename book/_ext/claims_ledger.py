@@ -193,6 +193,31 @@ def counts(records: list[dict[str, Any]]) -> dict[str, int]:
             "legacy": sum(r.get("kind") == "legacy" for r in records)}
 
 
+def note_generated_page(env: Any, attr: str) -> None:
+    """Remember that the document being read is a page generated from this build's ledger."""
+    docs = getattr(env, attr, set())
+    docs.add(env.docname)
+    setattr(env, attr, docs)
+
+
+def track_generated_pages(app: Sphinx, attr: str) -> None:
+    """Keep the pages noted under ``env.<attr>`` outdated in every build (their content comes from the
+    ledger, not from their source), across parallel reads and when a page is removed."""
+
+    def outdated(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
+        return sorted(getattr(env, attr, set()) - added - changed)
+
+    def merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
+        setattr(env, attr, getattr(env, attr, set()) | getattr(other, attr, set()))
+
+    def purge(app: Sphinx, env: Any, docname: str) -> None:
+        getattr(env, attr, set()).discard(docname)
+
+    app.connect("env-get-outdated", outdated)
+    app.connect("env-merge-info", merge)
+    app.connect("env-purge-doc", purge)
+
+
 # ---------------------------------------------------------------------------------------------
 # Completeness
 # ---------------------------------------------------------------------------------------------
@@ -249,9 +274,7 @@ class ClaimsLedgerDirective(SphinxDirective):
     has_content = False
 
     def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, "claims_ledger_docs", set())
-        docs.add(self.env.docname)
-        self.env.claims_ledger_docs = docs
+        note_generated_page(self.env, "claims_ledger_docs")
         return [ledger_placeholder()]
 
 
@@ -332,18 +355,6 @@ def _fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         node.replace_self([n.deepcopy() for n in content])
 
 
-def _always_outdated(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, "claims_ledger_docs", set()) - added - changed)
-
-
-def _merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
-    env.claims_ledger_docs = getattr(env, "claims_ledger_docs", set()) | getattr(other, "claims_ledger_docs", set())
-
-
-def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    getattr(env, "claims_ledger_docs", set()).discard(docname)
-
-
 def _add_static(app: Sphinx, config: Any) -> None:
     path = str(STATIC)
     if path not in [str(p) for p in config.html_static_path]:
@@ -357,8 +368,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedgerDirective)
     app.connect("doctree-resolved", _fill)
-    app.connect("env-get-outdated", _always_outdated)
-    app.connect("env-merge-info", _merge)
-    app.connect("env-purge-doc", _purge)
+    track_generated_pages(app, "claims_ledger_docs")
     app.connect("env-check-consistency", _check_consistency)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

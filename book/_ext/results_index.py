@@ -44,7 +44,9 @@ from claims_ledger import (
     execution_of,
     label_link,
     make_table,
+    note_generated_page,
     plural,
+    track_generated_pages,
     verdict_node,
 )
 from docutils import nodes
@@ -364,9 +366,7 @@ class _PageDirective(SphinxDirective):
     page = ""
 
     def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, "results_pages_docs", set())
-        docs.add(self.env.docname)
-        self.env.results_pages_docs = docs
+        note_generated_page(self.env, "results_pages_docs")
         return [results_placeholder(page=self.page)]
 
 
@@ -384,18 +384,6 @@ def _fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         node.replace_self(make(app, docname))
 
 
-def _always_outdated(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, "results_pages_docs", set()) - added - changed)
-
-
-def _merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
-    env.results_pages_docs = getattr(env, "results_pages_docs", set()) | getattr(other, "results_pages_docs", set())
-
-
-def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    getattr(env, "results_pages_docs", set()).discard(docname)
-
-
 def setup(app: Sphinx) -> dict[str, Any]:
     app.setup_extension("claims_ledger")
     app.add_config_value("ntkbook_index_strict", False, "env")
@@ -404,8 +392,6 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("results-index", ResultsIndexDirective)
     app.add_directive("errata", ErrataDirective)
     app.connect("doctree-resolved", _fill)
-    app.connect("env-get-outdated", _always_outdated)
-    app.connect("env-merge-info", _merge)
-    app.connect("env-purge-doc", _purge)
+    track_generated_pages(app, "results_pages_docs")
     app.connect("env-check-consistency", _check_consistency)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
