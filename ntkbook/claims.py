@@ -45,6 +45,9 @@ measured/bound and fitted exponents, their standard errors and intervals to :dat
 recorded as 0).  The numbers a :func:`condition` records are only rounded to significant digits:
 pass numbers that are not noise.  The decision itself uses the unrounded numbers.
 
+Claim ids are unique within a notebook: a second claim with the same id and a different record raises
+``ValueError`` (an identical record — the same cell executed again — is kept once).
+
 The legacy functions :func:`check`, :func:`check_all_leq`, :func:`check_between` and
 :func:`check_close` keep working on top of the same machinery (kind ``"legacy"``, no label) until the
 chapters are ported to the typed functions.
@@ -319,8 +322,12 @@ def _record(claim: str, *, kind: str, ref: str, label: str | None, criterion: st
     if erratum is not None:
         rec["erratum"] = _text("erratum", erratum)
     stored = _STATE["records"]
-    same = [i for i, r in enumerate(stored) if r["claim"] == claim]
-    if same:  # a cell executed again in a live kernel replaces its record
+    same = [i for i, r in enumerate(stored) if r["claim"] == claim] if kind != "legacy" else []
+    if same and stored[same[0]] != rec:
+        raise ValueError(f"claim id {claim!r} was already recorded in this run with other numbers: claim ids must be "
+                         "unique in a notebook (put the loop variable in the id); after editing a cell in a live "
+                         "kernel, run the setup cell again to start a fresh ledger")
+    if same:  # the same cell executed again in a live kernel: the identical record is kept once
         stored[same[0]] = rec
     else:
         stored.append(rec)

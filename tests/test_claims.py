@@ -233,9 +233,9 @@ def test_refs_labels_and_ids_are_validated(ledger):
     for bad in ("Prop. 2.3", "Liu et al. 2020, Prop. 2.3", "Liu-Zhu-Belkin 2020, Prop. 2.3", "book", "book,  "):
         with pytest.raises(ValueError, match="ref must name the paper"):
             claims.bound("a/b", [1.0], [2.0], ref=bad, label="prop-2-3")
-    for good in ("Liu–Zhu–Belkin 2020, supp. Lemma F.1", "Liu–Zhu–Belkin 2022, Thm 2",
-                 "Oymak–Soltanolkotabi 2020, Lemma 6.4", "book, Θ(1) limit of the kernel"):
-        claims.bound("a/b", [1.0], [2.0], ref=good, label="prop-2-3")
+    for i, good in enumerate(("Liu–Zhu–Belkin 2020, supp. Lemma F.1", "Liu–Zhu–Belkin 2022, Thm 2",
+                              "Oymak–Soltanolkotabi 2020, Lemma 6.4", "book, Θ(1) limit of the kernel")):
+        claims.bound(f"a/{i}", [1.0], [2.0], ref=good, label="prop-2-3")
     with pytest.raises(ValueError, match="label"):
         claims.bound("a/b", [1.0], [2.0], ref=P20, label="has space")
     with pytest.raises(TypeError, match="label"):
@@ -244,12 +244,14 @@ def test_refs_labels_and_ids_are_validated(ledger):
         claims.bound("a b", [1.0], [2.0], ref=P20, label="prop-2-3")
 
 
-def test_rerunning_a_claim_replaces_its_record(ledger):
+def test_claim_ids_are_unique_in_a_notebook(ledger):
     claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")
     claims.bound("a/c", [1.0], [2.0], ref=P20, label="prop-2-3")
-    claims.bound("a/b", [1.0], [4.0], ref=P20, label="prop-2-3")
+    claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")  # the same cell again: kept once
+    with pytest.raises(ValueError, match="already recorded in this run with other numbers"):
+        claims.bound("a/b", [1.0], [4.0], ref=P20, label="prop-2-3")  # e.g. a loop reusing one id
     recs = lines(ledger)
-    assert [r["claim"] for r in recs] == ["a/b", "a/c"] and recs[0]["measured"]["worst_ratio"] == 0.25
+    assert [r["claim"] for r in recs] == ["a/b", "a/c"] and recs[0]["measured"]["worst_ratio"] == 0.5
     assert claims.records() == recs
 
 

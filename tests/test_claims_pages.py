@@ -102,13 +102,22 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
             os.environ["NTKBOOK_LEDGER_DIR"] = old
 
 
-def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True) -> tuple[Path, str]:
-    """Build the tiny project; return (html dir, warnings)."""
+def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False) -> tuple[Path, str]:
+    """Build the tiny project; return (html dir, warnings).  ``execute``: myst-nb runs the notebook
+    (a real check cell recording into the ledger) instead of reading pre-computed outputs."""
     from sphinx.application import Sphinx
 
     src = tmp_path / "src"
     src.mkdir(parents=True)
-    (src / "01-chapter.ipynb").write_text(json.dumps(_notebook(executed)))
+    notebook = _notebook(executed and not execute)
+    if execute:
+        notebook["cells"][1]["source"] = textwrap.dedent("""\
+            from ntkbook import claims
+            claims.start("01-chapter", scale="ci")
+            claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref="Liu–Zhu–Belkin 2020, Prop. 2.3",
+                         label="prop-2-3")
+            """)
+    (src / "01-chapter.ipynb").write_text(json.dumps(notebook))
     (src / "index.md").write_text("# Book\n\n```{toctree}\n01-chapter\nclaims-ledger\nindex-of-results\nerrata\n```\n")
     (src / "claims-ledger.md").write_text("# Claims ledger\n\n```{claims-ledger}\n```\n")
     (src / "index-of-results.md").write_text("# Index of results\n\n```{results-index}\n```\n")
@@ -128,7 +137,7 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True) -> tup
         import sys
         sys.path.insert(0, {str(EXT)!r})
         extensions = ["myst_nb", "sphinx_proof", "claims_ledger", "results_index", "runtimes"]
-        nb_execution_mode = "off"
+        nb_execution_mode = {"force" if execute else "off"!r}
         numfig = True
         ntkbook_ledger_dir = {str(led)!r}
         ntkbook_results_dir = {str(data)!r}
@@ -137,12 +146,18 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True) -> tup
     warnings = io.StringIO()
     out = tmp_path / "html"
     sys.path.insert(0, str(EXT))
+    old_dir = os.environ.get("NTKBOOK_LEDGER_DIR")
+    os.environ["NTKBOOK_LEDGER_DIR"] = str(led)  # the kernel of an executed notebook records here
     try:
         app = Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None,
                      warning=warnings, freshenv=True)
         app.build()
     finally:
         sys.path.remove(str(EXT))
+        if old_dir is None:
+            os.environ.pop("NTKBOOK_LEDGER_DIR", None)
+        else:
+            os.environ["NTKBOOK_LEDGER_DIR"] = old_dir
     return out, warnings.getvalue()
 
 
@@ -192,6 +207,16 @@ def test_runtime_box_reports_this_builds_execution(site):
     page = (out / "01-chapter.html").read_text()
     assert "executed at ci scale in 12 s (papermill, for this build)." in page
     assert "not measured yet" not in page
+
+
+def test_a_notebook_executed_by_the_build_fills_the_ledger_and_the_runtime_box(tmp_path):
+    out, warnings = build(tmp_path, ledger="none", execute=True)
+    assert "ntkbook" not in warnings, warnings
+    page = (out / "claims-ledger.html").read_text()
+    assert "1 claim was checked in this build (scale ci): 1 passed" in page and "prop-2.3/bound-holds" in page
+    chapter = (out / "01-chapter.html").read_text()
+    assert "executed at ci scale in" in chapter and "when this book was built." in chapter
+    assert "ntkbook-badge ntkbook-passed" in chapter  # the verdict's HTML output
 
 
 def test_missing_or_empty_ledger_fails_the_build(tmp_path):
