@@ -1,32 +1,107 @@
-"""Claims as code: every check cell of the book goes through :func:`check`.
+"""Claims as code: every check cell of the book asserts one claim through a typed function.
 
-A claim has an id (``"prop-2.3/bound-holds"``), a condition, the paper reference it verifies and
-the measured numbers behind it.  :func:`check` raises ``AssertionError`` with a readable message
-when the condition is false — which stops the notebook, and so the book build — and in every case
-appends one JSON line to the notebook's ledger::
+One function per kind of claim; each decides the claim, records it in the notebook's ledger, shows
+ONE verdict line and raises ``AssertionError`` when the claim fails (and, at ``book`` and ``paper``
+scale, when it is inconclusive):
 
-    {"claim": ..., "status": "passed"|"failed", "ref": ..., "measured": {...}, "scale": ...,
-     "notebook": ..., "date": ..., "backend": ...}
+* :func:`bound` — measured ≤ bound on every sample (worst and median ratio recorded);
+* :func:`rate` — a fitted log–log exponent inside a window fixed before measuring, its 95% interval
+  excluding every rival exponent (the rule of :func:`ntkbook.fitting.decide_rate`);
+* :func:`order` — Θ(1) versus decay: a rate claim with the standard windows
+  :data:`ntkbook.fitting.ORDER_WINDOWS`;
+* :func:`close` — elementwise agreement with an independent reference, the tolerance justified by
+  the precision used;
+* :func:`identity` — an algebraic identity shown as an illustration (recorded, never counted as
+  evidence);
+* :func:`condition` — a boolean criterion that fits none of the above, stated in words and numbers.
 
-The ledgers live in :func:`ledger_dir` (``$NTKBOOK_LEDGER_DIR``, default
-``~/.cache/ntkbook/ledger``), one ``<notebook>.jsonl`` file per notebook, rewritten each time the
-notebook runs :func:`start`.  The book's "Claims ledger" page tabulates them.
+Common keyword arguments: ``ref`` — the paper and its own result number, ``"Liu–Zhu–Belkin 2020,
+Prop. 2.3"``, ``"Liu–Zhu–Belkin 2020, supp. Lemma F.1"`` (supplement-only results), ``"Liu–Zhu–Belkin
+2022, Thm 2"``, ``"Oymak–Soltanolkotabi 2020, Lemma 6.4"``, or ``"book, <what>"`` for the book's own
+results; ``label`` — the ``:label:`` of the chapter's statement block the claim supports; ``erratum``
+(optional) — one paragraph saying where the paper is wrong or unreproducible (such claims make the
+Errata page).
+
+**Status.** ``passed`` | ``failed`` | ``inconclusive``.  Only rate claims (:func:`rate`, :func:`order`)
+can be inconclusive.  At ``ci`` scale an inconclusive claim is recorded and shown as such, and the
+notebook goes on; at ``book`` and ``paper`` scale it raises, like a failure.
+
+**Ledger.** :func:`start` (called by :func:`ntkbook.setup`) begins
+``<ledger dir>/<notebook>.jsonl`` (``$NTKBOOK_LEDGER_DIR``, default ``~/.cache/ntkbook/ledger``); each
+claim rewrites it atomically with one JSON line per claim (keys sorted)::
+
+    {"claim", "ref", "label", "kind", "criterion", "window", "rivals", "measured", "status",
+     "scale", "notebook", "erratum"}
+
+``window`` and ``rivals`` only for rate claims (``rate``, ``order``), ``erratum`` only when given.
+There are no dates, times or machine names in a record: two executions of a notebook at one scale
+write byte-identical ledgers.  A different summation order (threads, XLA fusion) moves the last bits
+of a float, so every float recorded (and every number printed in a verdict, which is formatted from
+the recorded value) is rounded (:func:`round_floats`) to :data:`SIGNIFICANT_DIGITS` significant
+digits; and the dimensionless numbers the criteria compare with thresholds are first rounded to an
+absolute resolution below which they are floating-point noise (:func:`quantize`): ratios
+measured/bound and fitted exponents, their standard errors and intervals to :data:`RESOLUTION`
+(10⁻⁶), closeness errors to 10⁻³ of the tolerance (an error of 10⁻¹⁶ and one of 2·10⁻¹⁶ are both
+recorded as 0).  The numbers a :func:`condition` records are only rounded to significant digits:
+pass numbers that are not noise.  The decision itself uses the unrounded numbers.
+
+Claim ids are unique within a notebook: a second claim with the same id and a different record raises
+``ValueError`` (an identical record — the same cell executed again — is kept once).
+
+The legacy functions :func:`check`, :func:`check_all_leq`, :func:`check_between` and
+:func:`check_close` keep working on top of the same machinery (kind ``"legacy"``, no label) until the
+chapters are ported to the typed functions.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
-import json
+import html
+import math
 import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from . import _validation as V
-from .records import to_jsonable
+from . import fitting
+from .records import atomic_write_bytes, canonical_json, to_jsonable
 
-_STATE: dict[str, Any] = {"notebook": None, "scale": None}
+Status = Literal["passed", "failed", "inconclusive"]
+
+#: The three papers as claim references name them, ``ref = "<paper>, <result number>"``.
+PAPERS: tuple[str, ...] = ("Liu–Zhu–Belkin 2020", "Liu–Zhu–Belkin 2022", "Oymak–Soltanolkotabi 2020")
+#: Every kind a ledger record can have.  ``identity`` is an illustration, never evidence.
+KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "legacy")
+#: Kinds whose records carry ``window`` and ``rivals``.
+RATE_KINDS: tuple[str, ...] = ("rate", "order")
+STATUSES: tuple[str, ...] = ("passed", "failed", "inconclusive")
+#: The field names of a ledger record, in the order the documentation lists them.
+FIELDS: tuple[str, ...] = ("claim", "ref", "label", "kind", "criterion", "window", "rivals", "measured",
+                           "status", "scale", "notebook", "erratum")
+#: Significant digits of every float recorded in a ledger (see the module docstring).
+SIGNIFICANT_DIGITS = 6
+#: Absolute resolution of recorded ratios and exponents (see the module docstring).
+RESOLUTION = 1e-6
+#: Resolution of recorded closeness errors, as a fraction of the tolerance.
+TOLERANCE_RESOLUTION = 1e-3
+#: Significant digits of the numbers in a verdict line.
+SHOWN_DIGITS = 3
+#: Names of the functions that record a claim (a cell calling one of them is a check cell).
+CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "check",
+                                    "check_all_leq", "check_between", "check_close")
+_CALL = re.compile(r"\bclaims\.(" + "|".join(CLAIM_FUNCTIONS) + r")\s*\(")
+_LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+
+_STATE: dict[str, Any] = {"notebook": None, "scale": None, "records": []}
+
+
+# ---------------------------------------------------------------------------------------------
+# Ledger files
+# ---------------------------------------------------------------------------------------------
 
 
 def ledger_dir() -> Path:
@@ -40,87 +115,467 @@ def ledger_path(notebook: str) -> Path:
 
 
 def start(notebook: str, *, scale: str) -> Path:
-    """Begin a fresh ledger for ``notebook`` (its file name without ``.ipynb``) at ``scale``."""
+    """Begin a fresh, empty ledger for ``notebook`` (its file name without ``.ipynb``) at ``scale``."""
     if not isinstance(notebook, str) or not notebook or "/" in notebook:
         raise ValueError(f"notebook must be a file stem such as '01-tangent-kernel', got {notebook!r}")
     from .scales import SCALES
 
     V.choice("scale", scale, SCALES)
     path = ledger_path(notebook)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("")
-    _STATE.update(notebook=notebook, scale=scale)
+    atomic_write_bytes(path, b"")
+    _STATE.update(notebook=notebook, scale=scale, records=[])
     return path
 
 
-def _backend() -> str:
+def records() -> list[dict[str, Any]]:
+    """The records of the claims made since the last :func:`start` (copies, in order)."""
+    return [dict(r) for r in _STATE["records"]]
+
+
+def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[dict[str, Any]]]:
+    """All ledgers under ``directory`` (default :func:`ledger_dir`), searched recursively:
+    notebook stem → list of records.  A line that is not JSON becomes a failed record saying so."""
+    import json
+
+    directory = Path(directory) if directory is not None else ledger_dir()
+    out: dict[str, list[dict[str, Any]]] = {}
+    where: dict[str, Path] = {}
+    if not directory.is_dir():
+        return out
+    for path in sorted(directory.rglob("*.jsonl")):
+        if path.stem in where:
+            raise ValueError(f"two ledgers for notebook {path.stem!r}: {where[path.stem]} and {path}")
+        where[path.stem] = path
+        recs = []
+        for line in path.read_text().splitlines():
+            line = line.strip()
+            if line:
+                try:
+                    recs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    recs.append({"claim": "(unreadable ledger line)", "ref": "", "label": None, "kind": "legacy",
+                                 "criterion": "the ledger line is valid JSON", "measured": {"line": line[:200]},
+                                 "status": "failed", "scale": None, "notebook": path.stem})
+        out[path.stem] = recs
+    return out
+
+
+def calls_claims(source: str) -> bool:
+    """Whether code ``source`` records a claim (calls one of :data:`CLAIM_FUNCTIONS` as ``claims.<name>(``)."""
+    return bool(_CALL.search(source))
+
+
+# ---------------------------------------------------------------------------------------------
+# Records and verdicts
+# ---------------------------------------------------------------------------------------------
+
+
+def round_floats(value: Any, digits: int = SIGNIFICANT_DIGITS) -> Any:
+    """``value`` as plain JSON (``ntkbook.records.to_jsonable``) with every float rounded to
+    ``digits`` significant digits (−0.0 becomes 0.0)."""
+    value = to_jsonable(value)
+    if isinstance(value, float):
+        r = float(f"{value:.{digits}g}")
+        return 0.0 if r == 0 else r
+    if isinstance(value, dict):
+        return {k: round_floats(v, digits) for k, v in value.items()}
+    if isinstance(value, list):
+        return [round_floats(v, digits) for v in value]
+    return value
+
+
+def quantize(value: float, step: float) -> float:
+    """``value`` rounded to a multiple of ``step`` (unchanged when ``step`` is 0 or ``value`` is not finite)."""
+    value = float(value)
+    if step <= 0 or not math.isfinite(value) or not math.isfinite(step):
+        return value
+    return round(value / step) * step
+
+
+def fmt(value: Any, digits: int = SHOWN_DIGITS) -> str:
+    """A number as a verdict shows it: ints in full, floats to ``digits`` significant digits."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return str(value)
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if not math.isfinite(v):
+            return {math.inf: "inf", -math.inf: "-inf"}.get(v, "nan")
+        return f"{v:.{digits}g}"
+    if isinstance(value, (list, tuple)):
+        items = [fmt(v, digits) for v in value]
+        if len(items) > 6:
+            items = [*items[:3], f"… ({len(items)} values)"]
+        return "[" + ", ".join(items) + "]"
+    return str(value)
+
+
+STATUS_MARKS: dict[str, str] = {"passed": "PASSED", "failed": "FAILED", "inconclusive": "INCONCLUSIVE"}
+
+
+def kind_label(kind: str) -> str:
+    """How a kind is shown: identities are marked as illustrations, legacy checks as such."""
+    return {"identity": "identity, illustration", "legacy": "legacy check"}.get(kind, kind)
+
+
+def verdict_line(record: Mapping[str, Any]) -> str:
+    """The one-line verdict of a record: status mark, claim id, kind, criterion with its numbers."""
+    mark = STATUS_MARKS.get(str(record.get("status")), str(record.get("status")).upper())
+    return f"{mark}  {record.get('claim')}  [{kind_label(str(record.get('kind')))}]  {record.get('criterion')}"
+
+
+def verdict_html(record: Mapping[str, Any]) -> str:
+    """The verdict as HTML: a status badge (CSS classes ``ntkbook-verdict``, ``ntkbook-badge``,
+    ``ntkbook-{status}``; styles in ``book/_static/ntkbook.css``) and the same words as the line."""
+    status = str(record.get("status"))
+    kind = str(record.get("kind"))
+    e = html.escape
+    return (f'<div class="ntkbook-verdict ntkbook-{e(status)} ntkbook-kind-{e(kind)}">'
+            f'<span class="ntkbook-badge ntkbook-{e(status)}">{e(STATUS_MARKS.get(status, status.upper()))}</span> '
+            f'<code class="ntkbook-claim">{e(str(record.get("claim")))}</code> '
+            f'<span class="ntkbook-kind">[{e(kind_label(kind))}]</span> '
+            f'<span class="ntkbook-criterion">{e(str(record.get("criterion")))}</span></div>')
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a claim function shows: the record, as one plain line (``repr``) or styled HTML."""
+
+    record: Mapping[str, Any]
+
+    @property
+    def status(self) -> str:
+        return str(self.record["status"])
+
+    @property
+    def line(self) -> str:
+        return verdict_line(self.record)
+
+    def __repr__(self) -> str:
+        return self.line
+
+    def _repr_html_(self) -> str:
+        return verdict_html(self.record)
+
+
+def _show(verdict: Verdict) -> None:
+    """Display in an IPython kernel (HTML + the plain line as text/plain), print elsewhere."""
     try:
-        import jax
+        from IPython import get_ipython
+    except ImportError:  # pragma: no cover - IPython is a dependency of the notebooks
+        get_ipython = None
+    if get_ipython is not None and get_ipython() is not None:
+        from IPython.display import display
 
-        return jax.default_backend()
-    except Exception:  # pragma: no cover
-        return "unknown"
+        display(verdict)
+    else:
+        print(verdict.line)
 
 
-def _format(measured: dict[str, Any]) -> str:
-    def one(v: Any) -> str:
-        if isinstance(v, float):
-            return f"{v:.4g}"
-        if isinstance(v, list) and len(v) > 6:
-            return f"[{', '.join(one(x) for x in v[:3])}, ... ({len(v)} values)]"
-        if isinstance(v, list):
-            return "[" + ", ".join(one(x) for x in v) + "]"
-        return str(v)
+def _text(name: str, value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise TypeError(f"{name} must be a non-empty string, got {value!r}")
+    return value.strip()
 
-    return ", ".join(f"{k}={one(v)}" for k, v in measured.items())
+
+def is_book_ref(ref: str) -> bool:
+    """Whether a claim ``ref`` names one of the book's own results (``"book, <what>"``)."""
+    return ref.startswith("book") and len(ref) > 5 and ref[4] in " ,:" and bool(ref[5:].strip())
+
+
+def _check_ref(ref: Any) -> str:
+    ref = _text("ref", ref)
+    if is_book_ref(ref):
+        return ref
+    for paper in PAPERS:
+        if ref.startswith(paper + ", ") and ref[len(paper) + 2:].strip():
+            return ref
+    raise ValueError(f"ref must name the paper and its own result number, e.g. 'Liu–Zhu–Belkin 2020, Prop. 2.3' "
+                     f"(papers: {', '.join(PAPERS)}), or 'book, <what>' for the book's own results; got {ref!r}")
+
+
+def _check_label(label: Any) -> str:
+    label = _text("label", label)
+    if not _LABEL.match(label):
+        raise ValueError(f"label must be the :label: of a statement block (letters, digits, - _ . :), got {label!r}")
+    return label
+
+
+def _check_claim(claim: Any) -> str:
+    claim = _text("claim", claim)
+    if re.search(r"\s", claim):
+        raise ValueError(f"claim id must contain no whitespace, e.g. 'prop-2.3/bound-holds'; got {claim!r}")
+    return claim
+
+
+def _record(claim: str, *, kind: str, ref: str, label: str | None, criterion: str, measured: Mapping[str, Any],
+            status: Status, window: Mapping[str, Any] | None = None, rivals: Mapping[str, float] | None = None,
+            erratum: str | None = None) -> None:
+    """Build, store, show and (when it must) raise on one record."""
+    rec: dict[str, Any] = {"claim": claim, "ref": ref, "label": label, "kind": kind, "criterion": criterion}
+    if kind in RATE_KINDS:
+        rec["window"] = round_floats(window)
+        rec["rivals"] = round_floats(rivals)
+    rec.update(measured=round_floats(dict(measured)), status=status, scale=_STATE["scale"],
+               notebook=_STATE["notebook"])
+    if erratum is not None:
+        rec["erratum"] = _text("erratum", erratum)
+    stored = _STATE["records"]
+    same = [i for i, r in enumerate(stored) if r["claim"] == claim] if kind != "legacy" else []
+    if same and stored[same[0]] != rec:
+        raise ValueError(f"claim id {claim!r} was already recorded in this run with other numbers: claim ids must be "
+                         "unique in a notebook (put the loop variable in the id); after editing a cell in a live "
+                         "kernel, run the setup cell again to start a fresh ledger")
+    if same:  # the same cell executed again in a live kernel: the identical record is kept once
+        stored[same[0]] = rec
+    else:
+        stored.append(rec)
+    if _STATE["notebook"] is not None:
+        data = "".join(canonical_json(r) + "\n" for r in stored).encode()
+        atomic_write_bytes(ledger_path(_STATE["notebook"]), data)
+    verdict = Verdict(rec)
+    _show(verdict)
+    where = f"({ref}; notebook {_STATE['notebook']!r} at scale {_STATE['scale']!r})"
+    if status == "failed":
+        raise AssertionError(f"claim failed: {verdict.line} {where}")
+    if status == "inconclusive" and _STATE["scale"] != "ci":
+        raise AssertionError(f"claim inconclusive: {verdict.line} {where} — at book and paper scale every claim "
+                             "must be conclusive: raise the sizes or seeds of this measurement")
+
+
+def _vector(name: str, value: Any) -> np.ndarray:
+    return V.numpy_array(name, value, integers=True).astype(np.float64).ravel()
+
+
+# ---------------------------------------------------------------------------------------------
+# The typed claims
+# ---------------------------------------------------------------------------------------------
+
+
+def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: float = 0.0,
+          rtol_reason: str | None = None, names: tuple[str, str] = ("measured", "bound"),
+          erratum: str | None = None) -> None:
+    """Claim ``measured ≤ bound·(1 + rtol)`` on every sample.
+
+    Args:
+        claim: the claim id, ``"<result>/<what>"``, e.g. ``"prop-2.3/bound-holds"``.
+        measured: the measured values (any shape; finite).
+        bound: the bound for each sample (same number of elements; finite).
+        ref, label, erratum: see the module docstring.
+        rtol: relative allowance for floating-point precision; when it is not 0, ``rtol_reason``
+            says why (e.g. ``"float32 Lanczos: 1e-5"``) and is recorded.
+        names: how the criterion names the two sides, e.g. ``("|ΔK|", "εR·‖∇f‖")``.
+
+    Records ``samples``, ``worst_ratio`` (max measured/bound), ``median_ratio`` and ``rtol``.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    m, b = _vector("measured", measured), _vector("bound", bound)
+    if m.shape != b.shape:
+        raise ValueError(f"measured and bound must have the same number of elements, got {m.size} and {b.size}")
+    rtol = V.positive_float("rtol", rtol, allow_zero=True)
+    if rtol > 0:
+        rtol_reason = _text("rtol_reason", rtol_reason)
+    if len(names) != 2:
+        raise TypeError(f"names must be a pair (measured name, bound name), got {names!r}")
+    ok = bool(np.all(m <= b * (1.0 + rtol)))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(b > 0, m / b, np.where(m <= b, 0.0, np.inf))
+    values = round_floats({"samples": int(m.size), "worst_ratio": quantize(np.max(ratio), RESOLUTION),
+                           "median_ratio": quantize(np.median(ratio), RESOLUTION), "rtol": rtol})
+    slack = f"·(1 + {fmt(values['rtol'])})" if rtol > 0 else ""
+    criterion = (f"{names[0]} ≤ {names[1]}{slack} on {m.size} sample{'s' if m.size != 1 else ''}; "
+                 f"worst ratio {fmt(values['worst_ratio'])}, median {fmt(values['median_ratio'])}")
+    if rtol > 0:
+        criterion += f" (rtol: {rtol_reason})"
+    _record(claim, kind="bound", ref=ref, label=label, criterion=criterion, measured=values,
+            status="passed" if ok else "failed", erratum=erratum)
+
+
+def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindow, *, ref: str, label: str,
+                variable: str, quantity: str, erratum: str | None) -> None:
+    fit = fitting.power_law_fit(x, y)
+    decision = fitting.decide_rate(fit, window)
+    xs = _vector("x", x)
+    q = RESOLUTION
+    values = round_floats({"slope": quantize(fit.slope, q), "stderr": quantize(fit.stderr, q),
+                           "ci_low": quantize(fit.ci_low, q), "ci_high": quantize(fit.ci_high, q), "points": fit.n,
+                           "x_min": float(xs.min()), "x_max": float(xs.max()), "r2": quantize(fit.r2, q)})
+    win = round_floats({"predicted": window.predicted, "low": window.low, "high": window.high,
+                        "allowance": window.allowance})
+    rivals = round_floats(dict(window.rivals))
+    rival_text = ", ".join(
+        f"{name} = {fmt(rivals[name])} ({'inside the 95% CI' if name in decision.rivals_in_ci else 'excluded'})"
+        for name, _ in window.rivals)
+    criterion = (f"{quantity} ∝ {variable}^a: a = {fmt(values['slope'])} ± {fmt(values['stderr'], 2)} "
+                 f"(95% CI [{fmt(values['ci_low'])}, {fmt(values['ci_high'])}], {fit.n} points, "
+                 f"{variable} {fmt(values['x_min'], 4)}–{fmt(values['x_max'], 4)}); "
+                 f"window [{fmt(win['low'])}, {fmt(win['high'])}] around {fmt(win['predicted'])}; "
+                 f"rivals {rival_text}")
+    _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=decision.status,
+            window=win, rivals=rivals, erratum=erratum)
+
+
+def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, float],
+         rivals: Mapping[str, float], allowance: str, ref: str, label: str, variable: str = "m",
+         quantity: str = "y", erratum: str | None = None) -> None:
+    """Claim that y ∝ x^a with a fitted exponent a inside ``window`` and every rival ruled out.
+
+    The exponent is the least-squares slope of log y on log x over all points
+    (:func:`ntkbook.fitting.power_law_fit`; several seeds per x are several points), with its
+    Student-t 95% interval.  Status (:func:`ntkbook.fitting.decide_rate`): passed when the slope is in
+    ``window`` and the 95% interval excludes every rival exponent; failed when the slope is outside
+    ``window``; inconclusive otherwise.
+
+    Args:
+        claim: the claim id.
+        x, y: positive values (same number of points).
+        predicted: the exponent the theory predicts.
+        window: ``(low, high)``, fixed before measuring around ``predicted``; must contain
+            ``predicted`` and no rival (``ValueError`` otherwise).  Never derived from the fit.
+        rivals: name → exponent of the alternatives the data must rule out, e.g.
+            ``{"Θ(1)": 0.0, "m^-3/4": -0.75}`` (at least one).
+        allowance: the text that justifies the window's width (finite-size reasoning), as the chapter
+            states it next to the claim.
+        ref, label, erratum: see the module docstring.
+        variable, quantity: names used in the criterion (``"‖H‖ ∝ m^a"``).
+
+    Records the window, the rivals, the slope, its standard error and 95% interval, the number of
+    points, the range of x and r².
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    win = fitting.rate_window(predicted, window, rivals, allowance=allowance)
+    _rate_claim("rate", claim, x, y, win, ref=ref, label=label, variable=_text("variable", variable),
+                quantity=_text("quantity", quantity), erratum=erratum)
+
+
+def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], ref: str, label: str,
+          variable: str = "m", quantity: str = "y", erratum: str | None = None) -> None:
+    """Claim that y is Θ(1) in x (``expect="constant"``) or decays (``expect="decay"``).
+
+    A rate claim (same fit, same rule) with the standard windows of
+    :data:`ntkbook.fitting.ORDER_WINDOWS`:
+
+    * ``"constant"``: predicted 0, window [−1/4, 1/4], rivals m^-1/2 (−1/2) and m^+1/2 (+1/2);
+    * ``"decay"``: predicted −1/2, window [−2, −1/4], rival Θ(1) (0).
+
+    Each window ends half-way between the prediction and the nearest rival, so the data decide for
+    the nearer exponent, and the 95% interval must rule out the other.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    V.choice("expect", expect, fitting.ORDER_WINDOWS)
+    _rate_claim("order", claim, x, y, fitting.ORDER_WINDOWS[expect], ref=ref, label=label,
+                variable=_text("variable", variable), quantity=_text("quantity", quantity), erratum=erratum)
+
+
+def _closeness(value: Any, reference: Any, rtol: float, atol: float) -> tuple[bool, dict[str, Any]]:
+    a = np.asarray(V.numpy_array("value", value, integers=True), dtype=np.float64)
+    b = np.asarray(V.numpy_array("reference", reference, integers=True), dtype=np.float64)
+    if a.shape != b.shape and b.ndim != 0:
+        raise ValueError(f"value and reference must have the same shape (or a scalar reference), "
+                         f"got {a.shape} and {b.shape}")
+    b = np.broadcast_to(b, a.shape)
+    rtol = V.positive_float("rtol", rtol, allow_zero=True)
+    atol = V.positive_float("atol", atol, allow_zero=True)
+    err = np.abs(a - b)
+    tol = atol + rtol * np.abs(b)
+    ok = bool(np.all(err <= tol))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(b != 0, err / np.abs(b), np.where(err == 0, 0.0, np.inf))
+        used = np.where(tol > 0, err / tol, np.where(err == 0, 0.0, np.inf))
+    r = TOLERANCE_RESOLUTION
+    return ok, round_floats({"elements": int(a.size),
+                             "max_abs_error": quantize(np.max(err), r * float(np.max(tol))),
+                             "max_rel_error": quantize(np.max(rel), r * rtol),
+                             "tolerance_used": quantize(np.max(used), r), "rtol": rtol, "atol": atol})
+
+
+def _closeness_text(values: Mapping[str, Any]) -> str:
+    tol = f"{fmt(values['rtol'])}·|reference|"
+    if values["atol"]:
+        tol = f"{fmt(values['atol'])} + " + tol
+    n = values["elements"]
+    return (f"|value − reference| ≤ {tol} on {n} element{'s' if n != 1 else ''}; worst relative error "
+            f"{fmt(values['max_rel_error'])}, worst absolute error {fmt(values['max_abs_error'])} "
+            f"({fmt(values['tolerance_used'])} of the tolerance)")
+
+
+def close(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, precision_reason: str,
+          ref: str, label: str, erratum: str | None = None) -> None:
+    """Claim ``|value − reference| ≤ atol + rtol·|reference|`` elementwise, against an independent reference
+    (closed form, dense computation, another quadrature).
+
+    ``precision_reason`` justifies the tolerance by the precision used, e.g. ``"float32 HVPs: 1e-5"``;
+    it is recorded in the criterion.  Records the number of elements and the worst absolute and
+    relative errors.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    reason = _text("precision_reason", precision_reason)
+    ok, values = _closeness(value, reference, rtol, atol)
+    _record(claim, kind="close", ref=ref, label=label, criterion=f"{_closeness_text(values)} ({reason})",
+            measured=values, status="passed" if ok else "failed", erratum=erratum)
+
+
+def identity(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, ref: str, label: str,
+             erratum: str | None = None) -> None:
+    """Show an algebraic identity numerically (an illustration, never evidence: the ledger and the
+    index list it as such).  Passes or fails like :func:`close`, and a failure raises (it means a bug)."""
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    ok, values = _closeness(value, reference, rtol, atol)
+    _record(claim, kind="identity", ref=ref, label=label, criterion=f"illustration: {_closeness_text(values)}",
+            measured=values, status="passed" if ok else "failed", erratum=erratum)
+
+
+def condition(claim: str, ok: Any, *, criterion: str, ref: str, label: str, erratum: str | None = None,
+              **measured: Any) -> None:
+    """Claim a boolean criterion that fits none of the other kinds (e.g. every run met the stopping
+    rule).
+
+    Args:
+        ok: the outcome, a single boolean computed from measurements (never a constant).
+        criterion: the criterion in words and numbers, e.g. ``"every run reached loss ≤ 1e-6 within
+            2000 steps"``.
+        **measured: the numbers behind it (scalars or small arrays), recorded.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    passed = _boolean(claim, ok)
+    _record(claim, kind="condition", ref=ref, label=label, criterion=_text("criterion", criterion),
+            measured=measured, status="passed" if passed else "failed", erratum=erratum)
+
+
+def _boolean(claim: str, condition: Any) -> bool:
+    cond = np.asarray(condition)
+    if cond.shape != () or cond.dtype != np.bool_:
+        raise TypeError(f"condition of claim {claim!r} must be a single boolean, got {condition!r}")
+    return bool(cond)
+
+
+# ---------------------------------------------------------------------------------------------
+# Legacy interface (kind "legacy"; removed once every chapter uses the typed claims)
+# ---------------------------------------------------------------------------------------------
+
+
+def _legacy_measured_text(measured: Mapping[str, Any]) -> str:
+    return ", ".join(f"{k} = {fmt(v)}" for k, v in round_floats(dict(measured)).items())
 
 
 def check(claim_id: str, condition: Any, *, ref: str, **measured: Any) -> None:
-    """Assert a claim of the book and record it in the ledger.
+    """Legacy: assert a boolean ``condition`` (use the typed claims for new checks).
 
-    Args:
-        claim_id: a stable id, ``"<result>/<what>"``, e.g. ``"prop-2.3/bound-holds"``.
-        condition: the claim (a bool or a 0-d boolean array).  It must be computed from
-            measurements; never pass a constant.
-        ref: the paper reference, e.g. ``"Liu et al. 2020, Prop. 2.3"``.
-        **measured: the numbers behind the claim (scalars or small arrays), recorded in the ledger
-            and shown in the failure message.
-
-    Raises:
-        AssertionError: when ``condition`` is false.
+    Raises ``TypeError`` unless ``condition`` is a single boolean, ``AssertionError`` when it is false.
     """
     if not isinstance(claim_id, str) or not claim_id:
         raise TypeError(f"claim_id must be a non-empty string, got {claim_id!r}")
     if not isinstance(ref, str) or not ref:
         raise TypeError(f"ref must be a non-empty string naming the paper result, got {ref!r}")
-    cond = np.asarray(condition)
-    if cond.shape != () or cond.dtype != np.bool_:
-        raise TypeError(f"condition of claim {claim_id!r} must be a single boolean, got {condition!r}")
-    passed = bool(cond)
-    record = {
-        "claim": claim_id,
-        "status": "passed" if passed else "failed",
-        "ref": ref,
-        "measured": to_jsonable(measured),
-        "scale": _STATE["scale"],
-        "notebook": _STATE["notebook"],
-        "date": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
-        "backend": _backend(),
-    }
-    if _STATE["notebook"] is not None:
-        with ledger_path(_STATE["notebook"]).open("a") as fh:
-            fh.write(json.dumps(record) + "\n")
-    if not passed:
-        raise AssertionError(f"claim {claim_id!r} ({ref}) failed at scale {_STATE['scale']!r}: "
-                             f"{_format(record['measured'])}")
+    passed = _boolean(claim_id, condition)
+    text = _legacy_measured_text(measured)
+    _record(claim_id, kind="legacy", ref=ref, label=None, criterion="condition holds" + (f"; {text}" if text else ""),
+            measured=measured, status="passed" if passed else "failed")
 
 
-def check_all_leq(claim_id: str, measured: Any, bound: Any, *, ref: str, rtol: float = 0.0,
-                  **extra: Any) -> None:
-    """Claim ``measured ≤ bound·(1 + rtol)`` for every sample; records the worst ratio.
-
-    ``rtol`` is a floating-point allowance (say why when it is not 0).
-    """
+def check_all_leq(claim_id: str, measured: Any, bound: Any, *, ref: str, rtol: float = 0.0, **extra: Any) -> None:
+    """Legacy: ``measured ≤ bound·(1 + rtol)`` for every sample; records the worst ratio."""
     m = np.asarray(measured, dtype=np.float64).ravel()
     b = np.asarray(bound, dtype=np.float64).ravel()
     if m.shape != b.shape or m.size == 0:
@@ -128,44 +583,80 @@ def check_all_leq(claim_id: str, measured: Any, bound: Any, *, ref: str, rtol: f
     ok = bool(np.all(m <= b * (1.0 + rtol)))
     with np.errstate(divide="ignore", invalid="ignore"):
         ratio = np.where(b > 0, m / b, np.where(m <= 0, 0.0, np.inf))
-    check(claim_id, ok, ref=ref, samples=int(m.size), worst_ratio=float(np.max(ratio)),
-                 median_ratio=float(np.median(ratio)), **extra)
+    values = {"samples": int(m.size), "worst_ratio": quantize(np.max(ratio), RESOLUTION),
+              "median_ratio": quantize(np.median(ratio), RESOLUTION), "rtol": rtol, **extra}
+    shown = round_floats(values)
+    text = f"measured ≤ bound on {m.size} samples; worst ratio {fmt(shown['worst_ratio'])}"
+    if extra:
+        text += "; " + _legacy_measured_text(extra)
+    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
+            status="passed" if ok else "failed")
 
 
 def check_between(claim_id: str, value: float, low: float, high: float, *, ref: str, **extra: Any) -> None:
-    """Claim ``low ≤ value ≤ high`` (e.g. a fitted slope inside its justified interval)."""
-    value = float(value)
-    check(claim_id, low <= value <= high, ref=ref, value=value, low=float(low), high=float(high), **extra)
+    """Legacy: ``low ≤ value ≤ high``."""
+    values = round_floats({"value": float(value), "low": float(low), "high": float(high), **extra})
+    text = f"{fmt(values['low'])} ≤ value ≤ {fmt(values['high'])}; value {fmt(values['value'])}"
+    if extra:
+        text += "; " + _legacy_measured_text(extra)
+    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
+            status="passed" if low <= float(value) <= high else "failed")
 
 
 def check_close(claim_id: str, value: Any, reference: Any, *, ref: str, rtol: float, atol: float = 0.0,
                 **extra: Any) -> None:
-    """Claim ``|value − reference| ≤ atol + rtol·|reference|`` elementwise; records the worst error."""
+    """Legacy: ``|value − reference| ≤ atol + rtol·|reference|`` elementwise."""
     a = np.asarray(value, dtype=np.float64)
     b = np.asarray(reference, dtype=np.float64)
     err = np.abs(a - b)
-    ok = bool(np.all(err <= atol + rtol * np.abs(b)))
+    tol = atol + rtol * np.abs(b)
+    ok = bool(np.all(err <= tol))
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = float(np.max(np.where(b != 0, err / np.abs(b), err)))
-    check(claim_id, ok, ref=ref, max_abs_error=float(np.max(err)), max_rel_error=rel, rtol=rtol,
-                 atol=atol, **extra)
+    r = TOLERANCE_RESOLUTION
+    values = round_floats({"max_abs_error": quantize(np.max(err), r * float(np.max(tol))),
+                           "max_rel_error": quantize(rel, r * rtol), "rtol": rtol, "atol": atol, **extra})
+    text = (f"|value − reference| ≤ {fmt(atol)} + {fmt(rtol)}·|reference|; worst relative error "
+            f"{fmt(values['max_rel_error'])}")
+    if extra:
+        text += "; " + _legacy_measured_text(extra)
+    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
+            status="passed" if ok else "failed")
 
 
-def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[dict[str, Any]]]:
-    """All ledgers in ``directory`` (default :func:`ledger_dir`): notebook → list of records."""
-    directory = Path(directory) if directory is not None else ledger_dir()
-    out: dict[str, list[dict[str, Any]]] = {}
-    if not directory.is_dir():
-        return out
-    for path in sorted(directory.glob("*.jsonl")):
-        records = []
-        for line in path.read_text().splitlines():
-            line = line.strip()
-            if line:
-                try:
-                    records.append(json.loads(line))
-                except json.JSONDecodeError:
-                    records.append({"claim": "(unreadable ledger line)", "status": "failed", "ref": "",
-                                    "measured": {"line": line[:200]}})
-        out[path.stem] = records
-    return out
+__all__ = [
+    "CLAIM_FUNCTIONS",
+    "FIELDS",
+    "KINDS",
+    "PAPERS",
+    "RATE_KINDS",
+    "RESOLUTION",
+    "SIGNIFICANT_DIGITS",
+    "STATUSES",
+    "STATUS_MARKS",
+    "TOLERANCE_RESOLUTION",
+    "Verdict",
+    "bound",
+    "calls_claims",
+    "check",
+    "check_all_leq",
+    "check_between",
+    "check_close",
+    "close",
+    "condition",
+    "fmt",
+    "identity",
+    "is_book_ref",
+    "kind_label",
+    "ledger_dir",
+    "ledger_path",
+    "order",
+    "quantize",
+    "rate",
+    "read_ledgers",
+    "records",
+    "round_floats",
+    "start",
+    "verdict_html",
+    "verdict_line",
+]

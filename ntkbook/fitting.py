@@ -1,13 +1,31 @@
-"""Power-law fits on log–log data: the slopes the book's claims are about.
+"""Power-law fits on log–log data and the one rule that decides a rate claim.
 
-A rate such as ‖H‖ = Θ(m^{−1/2}) is checked by fitting log y = a·log x + b by least squares and
-comparing the slope a (with its confidence interval) to the predicted exponent.
+A rate such as ‖H‖ = Θ(m^{−1/2}) is checked by fitting log y = a·log x + b by least squares
+(:func:`power_law_fit`) and comparing the slope a, with its 95% confidence interval, to a window
+fixed before measuring (:class:`RateWindow`, :func:`decide_rate`):
+
+* ``passed`` — the fitted exponent lies inside the window **and** the 95% interval excludes every
+  rival exponent (the data tell the prediction from each rival);
+* ``failed`` — the fitted exponent lies outside the window;
+* ``inconclusive`` — otherwise: the exponent is in the window but some rival is still inside the
+  95% interval.
+
+The window is the predicted exponent ± a finite-size allowance that the chapter justifies in words
+(log factors hidden by Õ, finite-width corrections); it never depends on the fit's standard error,
+so a noisier measurement can only make a claim inconclusive, never easier to pass.  A window must
+contain the prediction and no rival (:class:`RateWindow` raises ``ValueError`` otherwise).
+
+Also here: :func:`log_factor_allowance` (how much a factor (log x)^p moves a log–log slope — the
+usual finite-size allowance for Õ rates), :func:`ci_position` (where a value lies relative to a fit's
+interval) and :func:`fit_geometric_rate` (q of y_t ≈ C·qᵗ).
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 from scipy import stats
@@ -78,3 +96,171 @@ def slope_standard_error(x: Any, relative_sd: Any) -> float:
     if denom == 0:
         raise ValueError("x must take at least two distinct values")
     return float(np.sqrt(np.sum((centered / denom) ** 2 * sd**2)))
+
+
+def log_factor_allowance(x: Any, power: float = 1.0) -> float:
+    """How much a factor (log x)^power moves a fitted log–log slope over the range of ``x``:
+
+    power · log(log x_max / log x_min) / log(x_max / x_min).
+
+    Õ(m^a) hides such factors, so a quantity that is Õ(m^a) may show a fitted exponent that differs
+    from a by this much over the sampled widths; a pure (log m)^p law has exactly this slope between
+    two widths.  This is the standard finite-size allowance of an Õ rate claim (it depends only on
+    the sampled x, never on the measurements).
+    """
+    xs = V.numpy_array("x", x, integers=True).ravel()
+    if xs.size == 0:
+        raise ValueError("x must not be empty")
+    lo, hi = float(xs.min()), float(xs.max())
+    if lo <= 1 or hi <= lo:
+        raise ValueError(f"x (widths) must contain at least two distinct values > 1, got range [{lo:g}, {hi:g}]")
+    return float(power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo))
+
+
+def ci_position(fit: PowerLawFit, value: float) -> Literal["below", "inside", "above"]:
+    """Where ``value`` lies relative to the fit's confidence interval [ci_low, ci_high] of the slope:
+    ``"below"`` (value < ci_low), ``"above"`` (value > ci_high) or ``"inside"`` (closed interval)."""
+    value = float(value)
+    if value < fit.ci_low:
+        return "below"
+    if value > fit.ci_high:
+        return "above"
+    return "inside"
+
+
+@dataclass(frozen=True)
+class RateWindow:
+    """A rate claim's window, fixed before measuring.
+
+    Attributes:
+        predicted: the exponent the theory predicts.
+        low: lower end of the window (closed).
+        high: upper end of the window (closed).
+        rivals: (name, exponent) pairs the data must rule out, e.g. ``(("Θ(1)", 0.0),)``.
+        allowance: the reason for the window's width, in words (finite-size corrections, log
+            factors); the chapter states it next to the claim.
+
+    Raises:
+        ValueError: if the window is empty or not finite, does not contain ``predicted``, contains a
+            rival exponent, names no rival, or ``allowance`` is empty.
+    """
+
+    predicted: float
+    low: float
+    high: float
+    rivals: tuple[tuple[str, float], ...]
+    allowance: str
+
+    def __post_init__(self) -> None:
+        for name in ("predicted", "low", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float, np.floating, np.integer)):
+                raise TypeError(f"{name} must be a real number, got {value!r}")
+            if not math.isfinite(float(value)):
+                raise ValueError(f"{name} must be finite, got {value}")
+            object.__setattr__(self, name, float(value))
+        if not self.low < self.high:
+            raise ValueError(f"window must be (low, high) with low < high, got ({self.low}, {self.high})")
+        if not self.low <= self.predicted <= self.high:
+            raise ValueError(f"window [{self.low}, {self.high}] does not contain the predicted exponent "
+                             f"{self.predicted}")
+        if not isinstance(self.allowance, str) or not self.allowance.strip():
+            raise ValueError("allowance must be a non-empty text justifying the window's width")
+        rivals = tuple((str(n), float(e)) for n, e in self.rivals)
+        if not rivals:
+            raise ValueError("rivals must name at least one rival exponent the data must rule out")
+        for name, exponent in rivals:
+            if not math.isfinite(exponent):
+                raise ValueError(f"rival {name!r} must have a finite exponent, got {exponent}")
+            if self.low <= exponent <= self.high:
+                raise ValueError(f"window [{self.low}, {self.high}] contains the rival exponent {name} = "
+                                 f"{exponent}: the claim could pass for the rival")
+        object.__setattr__(self, "rivals", rivals)
+
+    def contains(self, exponent: float) -> bool:
+        return self.low <= float(exponent) <= self.high
+
+
+def rate_window(predicted: float, window: tuple[float, float], rivals: Mapping[str, float] | Any, *,
+                allowance: str) -> RateWindow:
+    """A validated :class:`RateWindow` from ``window = (low, high)`` and ``rivals`` = name → exponent."""
+    if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
+        raise TypeError(f"window must be a pair (low, high), got {window!r}")
+    pairs = tuple(rivals.items()) if isinstance(rivals, Mapping) else tuple(rivals)
+    return RateWindow(predicted, window[0], window[1], pairs, allowance)
+
+
+@dataclass(frozen=True)
+class RateDecision:
+    """The verdict of :func:`decide_rate`.
+
+    Attributes:
+        status: ``"passed"``, ``"failed"`` or ``"inconclusive"``.
+        fit: the power-law fit decided on.
+        window: the window it was judged against.
+        rivals_in_ci: names of the rivals inside the fit's confidence interval.
+        reasons: sentences explaining the status.
+    """
+
+    status: Literal["passed", "failed", "inconclusive"]
+    fit: PowerLawFit
+    window: RateWindow
+    rivals_in_ci: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+def decide_rate(fit: PowerLawFit, window: RateWindow) -> RateDecision:
+    """The rate rule of the book (the only place it is written down).
+
+    passed: ``fit.slope`` in the window and no rival exponent inside [fit.ci_low, fit.ci_high];
+    failed: ``fit.slope`` outside the window (whatever the interval);
+    inconclusive: ``fit.slope`` in the window but some rival inside the interval.
+    """
+    if not isinstance(window, RateWindow):
+        raise TypeError(f"window must be a RateWindow (see rate_window), got {type(window).__name__}")
+    inside = [name for name, exponent in window.rivals if ci_position(fit, exponent) == "inside"]
+    where = f"fitted exponent {fit.slope:.4g}"
+    if not window.contains(fit.slope):
+        side = "below" if fit.slope < window.low else "above"
+        reasons = [f"{where} is {side} the window [{window.low:.4g}, {window.high:.4g}]"]
+        status = "failed"
+    elif inside:
+        reasons = [f"{where} is inside the window, but the 95% interval [{fit.ci_low:.4g}, {fit.ci_high:.4g}] "
+                   f"contains the rival{'s' if len(inside) > 1 else ''} " + ", ".join(inside)]
+        status = "inconclusive"
+    else:
+        reasons = [f"{where} is inside the window and the 95% interval excludes every rival"]
+        status = "passed"
+    return RateDecision(status, fit, window, tuple(inside), tuple(reasons))
+
+
+#: The standard windows of a Θ(1)-versus-decay claim (``nb.claims.order``): half-way between the
+#: prediction and the nearest rival, so the data decide for whichever exponent is nearer and the
+#: 95% interval must rule out the other.
+ORDER_WINDOWS: dict[str, RateWindow] = {
+    "constant": RateWindow(0.0, -0.25, 0.25, (("m^-1/2", -0.5), ("m^+1/2", 0.5)),
+                           "Θ(1) against the slowest decay (or growth) the book's rates take, m^∓1/2: "
+                           "the window ends half-way between 0 and ∓1/2"),
+    "decay": RateWindow(-0.5, -2.0, -0.25, (("Θ(1)", 0.0),),
+                        "a decay at least as fast as m^-1/4 against Θ(1): the window starts half-way between "
+                        "the generic rate m^-1/2 and 0 and ends at m^-2"),
+}
+
+
+def fit_geometric_rate(t: Any, y: Any) -> float:
+    """The rate q of y_t ≈ C·qᵗ: exp of the least-squares slope of log y_t against t.
+
+    Args:
+        t: step indices (at least two distinct values).
+        y: positive values at those steps (e.g. a loss or residual norm on the steps the caller
+            selected, after the transient and above the floating-point floor).
+    """
+    ts = V.numpy_array("t", t, integers=True).ravel()
+    ys = V.numpy_array("y", y, integers=True).ravel()
+    if ts.shape != ys.shape:
+        raise ValueError(f"t and y must have the same number of points, got {ts.size} and {ys.size}")
+    if np.any(ys <= 0):
+        raise ValueError("y must be positive to fit a geometric rate")
+    if np.unique(ts).size < 2:
+        raise ValueError("t must take at least two distinct values")
+    return float(math.exp(np.polyfit(ts, np.log(ys), 1)[0]))

@@ -1,59 +1,8 @@
-import json
+"""The scales table and scale resolution (the claims are tested in test_claims.py)."""
 
-import numpy as np
 import pytest
 
-from ntkbook import claims, scales
-
-
-@pytest.fixture
-def ledger(tmp_path, monkeypatch):
-    monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path))
-    claims.start("99-test", scale="ci")
-    return tmp_path / "99-test.jsonl"
-
-
-def test_passing_claim_is_recorded(ledger):
-    assert claims.check("demo/ok", np.float64(1.0) < 2.0, ref="Prop. 0", measured=np.array([1.0, 2.0]), n=3) is None
-    rec = json.loads(ledger.read_text().splitlines()[0])
-    assert rec["status"] == "passed" and rec["claim"] == "demo/ok" and rec["scale"] == "ci"
-    assert rec["measured"] == {"measured": [1.0, 2.0], "n": 3}
-    assert rec["notebook"] == "99-test" and rec["ref"] == "Prop. 0" and rec["date"]
-
-
-def test_failing_claim_raises_and_is_recorded(ledger):
-    with pytest.raises(AssertionError, match=r"claim 'demo/bad' \(Thm 1\) failed at scale 'ci': slope=-0\.3"):
-        claims.check("demo/bad", False, ref="Thm 1", slope=-0.3)
-    assert json.loads(ledger.read_text())["status"] == "failed"
-
-
-def test_condition_must_be_one_boolean(ledger):
-    with pytest.raises(TypeError, match="single boolean"):
-        claims.check("demo/array", np.array([True, False]), ref="x")
-    with pytest.raises(TypeError, match="single boolean"):
-        claims.check("demo/float", 1.0, ref="x")
-    with pytest.raises(TypeError, match="ref"):
-        claims.check("demo/noref", True, ref="")
-
-
-def test_helpers(ledger):
-    claims.check_all_leq("demo/leq", [1.0, 2.0], [2.0, 2.0], ref="r")
-    with pytest.raises(AssertionError, match=r"worst_ratio=1\.5"):
-        claims.check_all_leq("demo/leq-fails", [3.0, 1.0], [2.0, 2.0], ref="r")
-    claims.check_between("demo/between", -0.49, -0.55, -0.45, ref="r")
-    with pytest.raises(AssertionError):
-        claims.check_between("demo/outside", -0.2, -0.55, -0.45, ref="r")
-    claims.check_close("demo/close", [1.0, 2.0 + 1e-9], [1.0, 2.0], ref="r", rtol=1e-8)
-    records = claims.read_ledgers(ledger.parent)["99-test"]
-    assert [r["status"] for r in records] == ["passed", "failed", "passed", "failed", "passed"]
-
-
-def test_start_validates(tmp_path, monkeypatch):
-    monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path))
-    with pytest.raises(ValueError, match="unknown scale 'huge'; expected one of 'ci', 'book', 'paper'"):
-        claims.start("x", scale="huge")
-    with pytest.raises(ValueError, match="file stem"):
-        claims.start("a/b", scale="ci")
+from ntkbook import scales
 
 
 def test_scales_table_is_complete():

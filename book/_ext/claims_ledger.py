@@ -1,37 +1,44 @@
-"""Sphinx extension: the ``{claims-ledger}`` directive renders every claim of the last build.
+"""Sphinx extension: the ``{claims-ledger}`` directive lists every claim of THIS build, and the build
+fails when a chapter's claims are missing.
 
-Each chapter records its checks through ``ntkbook.claims`` into ``<ledger dir>/<notebook>.jsonl`` while
-it executes (the read phase).  The directive leaves a placeholder that is filled when the page is
-written (``doctree-resolved``), after every notebook has run, so the table always shows this
-build's claims whatever order Sphinx reads the documents in.  Only notebooks that are part of the
-book are listed.
+Each chapter records its claims through ``ntkbook.claims`` into ``<ledger dir>/<notebook>.jsonl``
+while it executes (the read phase; ``$NTKBOOK_LEDGER_DIR`` or the ``ntkbook_ledger_dir`` setting).
+The directive leaves a placeholder that is filled when the page is written (``doctree-resolved``),
+after every notebook has run, whatever order Sphinx reads the documents in.
+
+Completeness (checked once every document has been read, ``env-check-consistency``; a warning, so
+an error under ``-W``): every chapter of the book that has check cells (code calling
+``claims.<kind>(``, :func:`ntkbook.claims.calls_claims`) and was executed for this build — by myst-nb,
+or before the build (papermill; the notebook has outputs) — must have a non-empty ledger.
+
+Also here, shared with ``results_index`` (Index of results, Errata): reading the book's ledgers,
+links to statement blocks by their ``:label:``, status badges, tables; and the book's stylesheet
+(``book/_static/ntkbook.css``: verdicts, tables, these pages).
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from docutils import nodes
 from sphinx.application import Sphinx
+from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
+STATIC = Path(__file__).resolve().parents[1] / "_static"
+logger = logging.getLogger(__name__)
 
 
-class ledger_placeholder(nodes.General, nodes.Element):
-    """Replaced by the ledger tables in ``doctree-resolved``."""
+# ---------------------------------------------------------------------------------------------
+# Shared helpers
+# ---------------------------------------------------------------------------------------------
 
 
-class ClaimsLedgerDirective(SphinxDirective):
-    has_content = False
-
-    def run(self) -> list[nodes.Node]:
-        docs = getattr(self.env, "claims_ledger_docs", set())
-        docs.add(self.env.docname)
-        self.env.claims_ledger_docs = docs
-        return [ledger_placeholder()]
-
-
-def _ledger_dir(app: Sphinx) -> Path:
+def ledger_directory(app: Sphinx) -> Path:
     if app.config.ntkbook_ledger_dir:
         return Path(app.config.ntkbook_ledger_dir)
     from ntkbook.claims import ledger_dir
@@ -39,18 +46,115 @@ def _ledger_dir(app: Sphinx) -> Path:
     return ledger_dir()
 
 
-def _format_value(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    if isinstance(value, list):
-        if len(value) > 6:
-            return "[" + ", ".join(_format_value(v) for v in value[:3]) + f", … ({len(value)} values)]"
-        return "[" + ", ".join(_format_value(v) for v in value) + "]"
-    return str(value)
+def book_notebooks(app: Sphinx) -> dict[str, str]:
+    """Notebook stem → docname, for the notebooks that are part of the book."""
+    out = {}
+    for doc in sorted(app.env.found_docs):
+        if Path(app.env.doc2path(doc)).suffix == ".ipynb":
+            out[Path(doc).name] = doc
+    return out
 
 
-def _table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[int]) -> nodes.table:
-    table = nodes.table(classes=["claims-ledger"])
+def read_notebook(app: Sphinx, docname: str) -> dict[str, Any]:
+    return json.loads(Path(app.env.doc2path(docname)).read_text())
+
+
+def has_check_cells(notebook: dict[str, Any]) -> bool:
+    from ntkbook.claims import calls_claims
+
+    return any(cell.get("cell_type") == "code" and calls_claims("".join(cell.get("source", "")))
+               for cell in notebook.get("cells", []))
+
+
+def execution_of(app: Sphinx, docname: str, notebook: dict[str, Any] | None = None) -> dict[str, Any] | None:
+    """How the notebook was executed for this build: ``{"by": "myst-nb", "seconds", "method", "mtime"}``
+    from myst-nb's record, ``{"by": "papermill", "seconds", "scale"}`` from the notebook's papermill
+    metadata (executed before the build), ``{"by": "unknown"}`` for a notebook that has outputs but no
+    record, or None when it was not executed."""
+    exec_data = getattr(app.env, "nb_metadata", {}).get(docname, {}).get("exec_data")
+    if exec_data:
+        return {"by": "myst-nb", "seconds": exec_data.get("runtime"), "method": exec_data.get("method"),
+                "mtime": exec_data.get("mtime"), "succeeded": exec_data.get("succeeded")}
+    notebook = notebook if notebook is not None else read_notebook(app, docname)
+    paper = notebook.get("metadata", {}).get("papermill")
+    if paper and paper.get("duration") is not None:
+        return {"by": "papermill", "seconds": float(paper["duration"]),
+                "scale": (paper.get("parameters") or {}).get("scale")}
+    if any(cell.get("outputs") for cell in notebook.get("cells", []) if cell.get("cell_type") == "code"):
+        return {"by": "unknown"}
+    return None
+
+
+def book_ledgers(app: Sphinx) -> dict[str, list[dict[str, Any]]]:
+    """The ledgers of this build's ledger directory that belong to notebooks of the book."""
+    from ntkbook.claims import read_ledgers
+
+    docs = book_notebooks(app)
+    return {name: recs for name, recs in read_ledgers(ledger_directory(app)).items() if name in docs}
+
+
+def proof_title(app: Sphinx, label: str) -> str | None:
+    """"Theorem 3.1"-style title of the statement block with ``label`` (numbered as the book numbers it)."""
+    match = getattr(app.env, "proof_list", {}).get(label)
+    if match is None:
+        return None
+    kind = str(match.get("realtype", "")).title()
+    try:
+        number = ".".join(map(str, app.env.toc_fignumbers[match["docname"]][match["countertype"]][label]))
+    except (KeyError, TypeError, AttributeError):
+        number = ""
+    return f"{kind} {number}".strip()
+
+
+def label_link(app: Sphinx, fromdoc: str, label: str | None, text: str | None = None) -> nodes.Node | None:
+    """A link to the statement block with ``:label: label``, or None when no block has it."""
+    if not label:
+        return None
+    match = getattr(app.env, "proof_list", {}).get(label)
+    if match is None:
+        return None
+    title = text or proof_title(app, label) or label
+    return make_refnode(app.builder, fromdoc, match["docname"], label, nodes.Text(title))
+
+
+def doc_link(app: Sphinx, fromdoc: str, todoc: str, text: str | None = None) -> nodes.Node:
+    uri = app.builder.get_relative_uri(fromdoc, todoc)
+    return nodes.reference("", text or doc_title(app, todoc), refuri=uri, internal=True)
+
+
+def doc_title(app: Sphinx, docname: str) -> str:
+    title = app.env.titles.get(docname)
+    return title.astext() if title is not None else docname
+
+
+def badge(status: str, kind: str | None = None) -> nodes.inline:
+    """The status badge of a verdict (CSS classes as :func:`ntkbook.claims.verdict_html`)."""
+    from ntkbook.claims import STATUS_MARKS
+
+    text = STATUS_MARKS.get(status, status.upper())
+    classes = ["ntkbook-badge", f"ntkbook-{status}"]
+    if kind == "identity":
+        classes.append("ntkbook-illustration")
+    return nodes.inline(text=text, classes=classes)
+
+
+def verdict_node(record: dict[str, Any]) -> nodes.paragraph:
+    """A record as its verdict line: badge, claim id, kind, criterion."""
+    from ntkbook.claims import kind_label
+
+    para = nodes.paragraph(classes=["ntkbook-verdict", f"ntkbook-kind-{record.get('kind')}"])
+    para += badge(str(record.get("status")), str(record.get("kind")))
+    para += nodes.Text(" ")
+    para += nodes.literal(text=str(record.get("claim")), classes=["ntkbook-claim"])
+    para += nodes.Text(" ")
+    para += nodes.inline(text=f"[{kind_label(str(record.get('kind')))}]", classes=["ntkbook-kind"])
+    para += nodes.Text(" " + str(record.get("criterion", "")))
+    return para
+
+
+def make_table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[int],
+               classes: list[str]) -> nodes.table:
+    table = nodes.table(classes=classes)
     group = nodes.tgroup(cols=len(header))
     table += group
     for w in widths:
@@ -67,84 +171,203 @@ def _table(header: list[str], rows: list[list[nodes.Node | str]], widths: list[i
         row = nodes.row()
         for cell in cells:
             entry = nodes.entry()
-            entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=cell)
+            if isinstance(cell, list):
+                for c in cell:
+                    entry += c
+            else:
+                entry += cell if isinstance(cell, nodes.Node) else nodes.paragraph(text=cell)
             row += entry
         body += row
     return table
 
 
-def _notebook_docs(app: Sphinx) -> dict[str, str]:
-    """Notebook stem → docname, for the documents that are part of the book."""
-    return {Path(doc).name: doc for doc in app.env.found_docs}
+def plural(n: int, word: str, words: str | None = None) -> str:
+    return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
-def _title(app: Sphinx, docname: str, fallback: str) -> str:
-    title = app.env.titles.get(docname)
-    return title.astext() if title is not None else fallback
+def counts(records: list[dict[str, Any]]) -> dict[str, int]:
+    """passed / failed / inconclusive among evidence (identities counted apart as illustrations)."""
+    c = Counter(r.get("status") for r in records if r.get("kind") != "identity")
+    return {"passed": c["passed"], "failed": c["failed"], "inconclusive": c["inconclusive"],
+            "illustrations": sum(r.get("kind") == "identity" for r in records),
+            "legacy": sum(r.get("kind") == "legacy" for r in records)}
+
+
+def note_generated_page(env: Any, attr: str) -> None:
+    """Remember that the document being read is a page generated from this build's ledger."""
+    docs = getattr(env, attr, set())
+    docs.add(env.docname)
+    setattr(env, attr, docs)
+
+
+def track_generated_pages(app: Sphinx, attr: str) -> None:
+    """Keep the pages noted under ``env.<attr>`` outdated in every build (their content comes from the
+    ledger, not from their source), across parallel reads and when a page is removed."""
+
+    def outdated(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
+        return sorted(getattr(env, attr, set()) - added - changed)
+
+    def merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
+        setattr(env, attr, getattr(env, attr, set()) | getattr(other, attr, set()))
+
+    def purge(app: Sphinx, env: Any, docname: str) -> None:
+        getattr(env, attr, set()).discard(docname)
+
+    app.connect("env-get-outdated", outdated)
+    app.connect("env-merge-info", merge)
+    app.connect("env-purge-doc", purge)
+
+
+# ---------------------------------------------------------------------------------------------
+# Completeness
+# ---------------------------------------------------------------------------------------------
+
+
+def completeness_problems(app: Sphinx) -> list[str]:
+    """Why this build's ledger is incomplete (empty list when it is complete)."""
+    from ntkbook.claims import read_ledgers
+
+    directory = ledger_directory(app)
+    problems = []
+    try:
+        ledgers = read_ledgers(directory)
+    except ValueError as err:
+        return [str(err)]
+    for stem, docname in book_notebooks(app).items():
+        notebook = read_notebook(app, docname)
+        if not has_check_cells(notebook):
+            continue
+        if execution_of(app, docname, notebook) is None:
+            continue  # not executed for this build (e.g. a preview of another chapter)
+        if stem not in ledgers:
+            problems.append(f"chapter {stem!r} has check cells and was executed, but its ledger "
+                            f"{directory / (stem + '.jsonl')} does not exist")
+        elif not ledgers[stem]:
+            problems.append(f"chapter {stem!r} has check cells and was executed, but its ledger is empty")
+    for stem, recs in ledgers.items():
+        if stem not in book_notebooks(app):
+            continue
+        failed = [r.get("claim") for r in recs if r.get("status") == "failed"]
+        if failed:
+            problems.append(f"chapter {stem!r}: failed claims {failed}")
+        strict = [r.get("claim") for r in recs if r.get("status") == "inconclusive" and r.get("scale") != "ci"]
+        if strict:
+            problems.append(f"chapter {stem!r}: inconclusive claims at book/paper scale {strict}")
+    return problems
+
+
+def _check_consistency(app: Sphinx, env: Any) -> None:
+    for problem in completeness_problems(app):
+        logger.warning(f"claims ledger incomplete: {problem}", type="ntkbook", subtype="ledger")
+
+
+# ---------------------------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------------------------
+
+
+class ledger_placeholder(nodes.General, nodes.Element):
+    """Replaced by the ledger tables in ``doctree-resolved``."""
+
+
+class ClaimsLedgerDirective(SphinxDirective):
+    has_content = False
+
+    def run(self) -> list[nodes.Node]:
+        note_generated_page(self.env, "claims_ledger_docs")
+        return [ledger_placeholder()]
+
+
+def _measured_text(measured: dict[str, Any]) -> str:
+    from ntkbook.claims import fmt
+
+    return "; ".join(f"{k} = {fmt(v, 6)}" for k, v in (measured or {}).items())
+
+
+def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
+    docs = book_notebooks(app)
+    ledgers = book_ledgers(app)
+    content: list[nodes.Node] = []
+    executed_unrecorded = []
+    not_executed = []
+    for stem, doc in docs.items():
+        nb = read_notebook(app, doc)
+        if stem not in ledgers and has_check_cells(nb):
+            (not_executed if execution_of(app, doc, nb) is None else executed_unrecorded).append(doc)
+    every = [r for recs in ledgers.values() for r in recs]
+    total = counts(every)
+    scales = sorted({str(r.get("scale")) for r in every})
+    if every:
+        text = (f"{plural(len(every), 'claim')} {'was' if len(every) == 1 else 'were'} checked in this build "
+                f"(scale {', '.join(scales)}): {total['passed']} passed, {total['failed']} failed, "
+                f"{total['inconclusive']} inconclusive")
+        if total["illustrations"]:
+            text += (f"; {plural(total['illustrations'], 'identity', 'identities')} shown as illustrations, "
+                     "not counted as evidence")
+        if total["legacy"]:
+            text += (f"; {plural(total['legacy'], 'legacy check')} (a condition without the typed criterion of "
+                     "a bound, rate or closeness claim)")
+        content.append(nodes.paragraph(text=text + "."))
+    else:
+        content.append(nodes.paragraph(text="No chapter with check cells was executed for this build, so this "
+                                            "build checked no claim."))
+    for doc in executed_unrecorded:  # the build also fails through _check_consistency
+        content.append(nodes.paragraph(text=f"ERROR: {doc_title(app, doc)} was executed but recorded no claims."))
+    if not_executed:
+        para = nodes.paragraph(text="Chapters with check cells that were not executed for this build: ")
+        for i, doc in enumerate(not_executed):
+            para += nodes.Text(", " if i else "")
+            para += doc_link(app, docname, doc)
+        content.append(para)
+    if ledgers:
+        rows = []
+        for stem, recs in ledgers.items():
+            c = counts(recs)
+            link = nodes.paragraph()
+            link += doc_link(app, docname, docs[stem])
+            rows.append([link, ", ".join(sorted({str(r.get("scale")) for r in recs})), str(len(recs)),
+                         str(c["passed"]), str(c["failed"]), str(c["inconclusive"]), str(c["illustrations"])])
+        content.append(make_table(["chapter", "scale", "claims", "passed", "failed", "inconclusive", "illustrations"],
+                                  rows, [34, 8, 8, 8, 8, 12, 12], ["ntkbook-ledger"]))
+    for stem, recs in ledgers.items():
+        section = nodes.section(ids=[f"ledger-{stem}"])
+        section += nodes.title(text=doc_title(app, docs[stem]))
+        rows = []
+        for r in recs:
+            where = nodes.paragraph()
+            link = label_link(app, docname, r.get("label"))
+            where += link if link is not None else nodes.Text(str(r.get("label") or "—"))
+            where += nodes.Text(f" · {r.get('ref', '')}")
+            numbers = nodes.paragraph(text=_measured_text(r.get("measured", {})))
+            rows.append([verdict_node(r), where, numbers])
+        section += make_table(["verdict (status, claim, kind, criterion)", "statement · paper", "measured"],
+                              rows, [55, 20, 25], ["ntkbook-ledger"])
+        content.append(section)
+    return content
 
 
 def _fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
     placeholders = list(doctree.findall(ledger_placeholder))
     if not placeholders:
         return
-    from ntkbook.claims import read_ledgers
-
-    docs = _notebook_docs(app)
-    ledgers = {name: recs for name, recs in read_ledgers(_ledger_dir(app)).items() if name in docs}
-    content: list[nodes.Node] = []
-    if not ledgers:
-        content.append(nodes.paragraph(text="No claims were recorded in this build."))
-    summary_rows = []
-    total_pass = total_fail = 0
-    for name, records in sorted(ledgers.items()):
-        passed = sum(r.get("status") == "passed" for r in records)
-        failed = len(records) - passed
-        total_pass, total_fail = total_pass + passed, total_fail + failed
-        link = nodes.paragraph()
-        uri = app.builder.get_relative_uri(docname, docs[name])
-        link += nodes.reference("", _title(app, docs[name], name), refuri=uri)
-        scales = sorted({str(r.get("scale")) for r in records})
-        dates = sorted(str(r.get("date", "")) for r in records)
-        summary_rows.append([link, ", ".join(scales), str(passed), str(failed), dates[-1] if dates else ""])
-    if ledgers:
-        content.append(nodes.paragraph(text=f"{total_pass} claims passed and {total_fail} failed in the last build."))
-        content.append(_table(["chapter", "scale", "passed", "failed", "last run (UTC)"], summary_rows,
-                              [30, 10, 10, 10, 25]))
-    for name, records in sorted(ledgers.items()):
-        section = nodes.section(ids=[f"ledger-{name}"])
-        section += nodes.title(text=_title(app, docs[name], name))
-        rows = []
-        for r in records:
-            measured = r.get("measured", {}) or {}
-            text = "; ".join(f"{k} = {_format_value(v)}" for k, v in measured.items())
-            status = "✔ passed" if r.get("status") == "passed" else "✘ FAILED"
-            rows.append([nodes.paragraph(text=str(r.get("claim"))), status, str(r.get("ref", "")), text])
-        section += _table(["claim", "status", "paper", "measured"], rows, [25, 10, 20, 45])
-        content.append(section)
+    content = ledger_content(app, docname)
     for node in placeholders:
-        node.replace_self(content)
+        node.replace_self([n.deepcopy() for n in content])
 
 
-def _always_outdated(app: Sphinx, env: Any, added: set, changed: set, removed: set) -> list[str]:
-    return sorted(getattr(env, "claims_ledger_docs", set()) - added - changed)
-
-
-def _merge(app: Sphinx, env: Any, docnames: set, other: Any) -> None:
-    env.claims_ledger_docs = getattr(env, "claims_ledger_docs", set()) | getattr(other, "claims_ledger_docs", set())
-
-
-def _purge(app: Sphinx, env: Any, docname: str) -> None:
-    getattr(env, "claims_ledger_docs", set()).discard(docname)
+def _add_static(app: Sphinx, config: Any) -> None:
+    path = str(STATIC)
+    if path not in [str(p) for p in config.html_static_path]:
+        config.html_static_path.append(path)
 
 
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_config_value("ntkbook_ledger_dir", None, "env")
+    app.connect("config-inited", _add_static)
+    app.add_css_file("ntkbook.css")
     app.add_node(ledger_placeholder)
     app.add_directive("claims-ledger", ClaimsLedgerDirective)
     app.connect("doctree-resolved", _fill)
-    app.connect("env-get-outdated", _always_outdated)
-    app.connect("env-merge-info", _merge)
-    app.connect("env-purge-doc", _purge)
-    return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}
-
-
+    track_generated_pages(app, "claims_ledger_docs")
+    app.connect("env-check-consistency", _check_consistency)
+    return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

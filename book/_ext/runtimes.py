@@ -1,21 +1,28 @@
-"""The ``{chapter-runtime}`` directive: how long a chapter takes at each scale, from measurements;
-and the benchmark tables of the Performance page.
+"""The ``{chapter-runtime}`` directive: how long this chapter took to execute in THIS build, at the
+scale it ran at; and the benchmark tables of the Performance page.
 
-Nothing is typed by hand.  Two sources:
+Nothing is typed by hand and nothing comes from another run:
 
-* ``benchmarks/results/latest.json`` — the ``chapters`` section written by ``make bench``: the wall
-  time of executing each notebook at ``ci`` (papermill) and ``book`` scale (papermill, or the record
-  of the last ``make book`` with ``--book-times-from-build``), with the machine it ran on;
-* the build itself — myst-nb records how long it took to execute the page being built, at the scale
-  of this build (``NTKBOOK_SCALE``, ``book`` by default).
+* a notebook executed by myst-nb during the build: myst-nb's execution record (``exec_data``: run
+  time, and whether it came from Jupyter Book's execution cache — then the page says when that
+  execution happened);
+* a notebook executed before the build (the test suite runs every chapter with papermill and builds
+  from those outputs with execution off): papermill's metadata in the notebook (``duration``, and the
+  ``scale`` parameter it injected);
+* the scale: the one the chapter's claims were recorded at (its ledger), else papermill's parameter,
+  else ``$NTKBOOK_SCALE``.
 
-The directive leaves a placeholder while the page is parsed; the text is filled in once the page has
-been read (``doctree-read``), when myst-nb's execution record for it exists.
+A chapter that was not executed for this build says so.  The directive leaves a placeholder while
+the page is parsed; the text is filled in once the page has been read (``doctree-read``), when
+myst-nb's execution record for it exists.
+
+``make bench`` results (``benchmarks/results/latest.{json,md}``) are shown on the Performance page
+only, never in a chapter's run-time box.
 """
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 import os
 from pathlib import Path
 
@@ -37,44 +44,54 @@ class ChapterRuntime(SphinxDirective):
         return [runtime_placeholder()]
 
 
-def _duration(seconds: float) -> str:
+def duration(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.0f} s"
     return f"{seconds / 60:.1f} min"
 
 
-def _measured(stem: str) -> tuple[dict[str, float], str]:
-    """Measured seconds per scale for this notebook, and a description of where they were measured."""
-    if not RESULTS.exists():
-        return {}, ""
-    result = json.loads(RESULTS.read_text())
-    times = {r["scale"]: r["seconds"] for r in result.get("chapters", []) if r["chapter"] == stem and r["ok"]}
-    m = result.get("machine", {})
-    date = result.get("section_dates", {}).get("chapters", result.get("date", ""))
-    where = f"{m.get('cpu', 'unknown CPU')}, {m.get('cores', '?')} cores, backend {m.get('backend', '?')}, {date}"
-    return times, where
+def _ledger_scale(app, stem: str) -> str | None:
+    from claims_ledger import ledger_directory
+
+    from ntkbook.claims import read_ledgers
+
+    try:
+        recs = read_ledgers(ledger_directory(app)).get(stem, [])
+    except ValueError:
+        return None
+    scales = sorted({str(r.get("scale")) for r in recs if r.get("scale")})
+    return ", ".join(scales) if scales else None
+
+
+def runtime_text(app, docname: str) -> str:
+    """The sentence of the run-time box of ``docname``."""
+    from claims_ledger import execution_of
+
+    stem = docname.split("/")[-1]
+    run = execution_of(app, docname)
+    if run is None or run.get("seconds") is None:
+        if run is not None:
+            return "this page's outputs were computed before the build, and no record says how long that took."
+        return "this page was not executed for this build (its code cells have no outputs)."
+    scale = _ledger_scale(app, stem) or run.get("scale") or os.environ.get("NTKBOOK_SCALE", "book")
+    text = f"executed at {scale} scale in {duration(float(run['seconds']))}"
+    if run["by"] == "papermill":
+        return text + " (papermill, for this build)."
+    if run.get("method") == "cache":
+        when = dt.datetime.fromtimestamp(float(run.get("mtime") or 0), dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+        return text + f" on {when}; this build reused that execution from Jupyter Book's cache."
+    return text + " when this book was built."
 
 
 def fill_runtimes(app, doctree: nodes.document) -> None:
-    env = app.env
-    stem = env.docname.split("/")[-1]
-    for node in list(doctree.findall(runtime_placeholder)):
-        times, where = _measured(stem)
-        para = nodes.paragraph()
+    placeholders = list(doctree.findall(runtime_placeholder))
+    if not placeholders:
+        return
+    text = runtime_text(app, app.env.docname)
+    for node in placeholders:
+        para = nodes.paragraph(classes=["ntkbook-runtime"])
         para += nodes.strong(text="Run time: ")
-        parts = [f"{scale} {_duration(times[scale])}" for scale in ("ci", "book", "paper") if scale in times]
-        if parts:
-            text = "; ".join(parts) + f" (measured by make bench on {where})"
-            if "paper" not in times:
-                text += "; paper scale is meant for a GPU and has not been timed yet"
-        else:
-            text = "not measured yet (run make bench)"
-        para += nodes.Text(text + ". ")
-        exec_data = getattr(env, "nb_metadata", {}).get(env.docname, {}).get("exec_data")
-        if exec_data and exec_data.get("succeeded"):
-            scale = os.environ.get("NTKBOOK_SCALE", "book")
-            para += nodes.Text(f"This page was executed at {scale} scale in {_duration(exec_data['runtime'])} "
-                               "when this book was built.")
+        para += nodes.Text(text)
         node.replace_self(para)
 
 

@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
-from ..fitting import power_law_fit
+from ..fitting import ci_position, power_law_fit
 from ..gaussian import gaussian_expectation
 from ..hessian import lanczos_fixed_steps
 from ..models.dense import MLP, mlp
@@ -626,12 +626,9 @@ def _bottleneck_one(keys, x, y, m, mb, steps, lr_factor, lanczos_steps):
 
 def transition_verdict(fit) -> str:
     """"Yes" if the kernel change decays at least like m^{−1/4} (95% upper end of the slope < −¼),
-    "No" if its slope is confidently above −¼, otherwise "undecided"."""
-    if fit.ci_high < -0.25:
-        return "Yes"
-    if fit.ci_low > -0.25:
-        return "No"
-    return "undecided"
+    "No" if its slope is confidently above −¼, otherwise "undecided" (:func:`ntkbook.fitting.ci_position`
+    of −¼ relative to the 95% interval)."""
+    return {"above": "Yes", "below": "No", "inside": "undecided"}[ci_position(fit, -0.25)]
 
 
 def table_1(nonlinear_init: Mapping[str, Any], nonlinear_runs: Mapping[str, Any],

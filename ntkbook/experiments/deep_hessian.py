@@ -61,6 +61,7 @@ import numpy as np
 import scipy.linalg
 
 from .. import _validation as V
+from .. import fitting
 from ..hessian import hessian_spectral_norm
 from ..models import MLP, mlp
 from ..models.conv import ConvNet
@@ -1275,18 +1276,9 @@ def worst_per_network(rows: Mapping[str, np.ndarray], keys: Sequence[str],
 
 
 def log_factor_allowance(widths: Sequence[int], power: float = 1.0) -> float:
-    """The most a factor (ln m)^power can change a log–log slope over the range of ``widths``:
-
-    power · ln(ln m_max / ln m_min) / ln(m_max / m_min).
-
-    Õ(m^a) allows such a factor, so a fitted exponent of a quantity that is Õ(m^a) may exceed a by this
-    much (and a Θ̃(1) quantity may have a slope of ± this much).
-    """
-    w = np.asarray(widths, dtype=np.float64)
-    lo, hi = float(w.min()), float(w.max())
-    if lo <= 1 or hi <= lo:
-        raise ValueError(f"widths must contain at least two distinct values > 1, got {widths}")
-    return float(power * math.log(math.log(hi) / math.log(lo)) / math.log(hi / lo))
+    """The most a factor (ln m)^power can change a log–log slope over the range of ``widths``
+    (:func:`ntkbook.fitting.log_factor_allowance`)."""
+    return fitting.log_factor_allowance(widths, power)
 
 
 def rate_interval(fit: Any, expected: float, widths: Sequence[int], *, power: float = 1.0,
@@ -1297,6 +1289,10 @@ def rate_interval(fit: Any, expected: float, widths: Sequence[int], *, power: fl
 
     The first part is what Õ/Θ̃ allow (a factor (ln m)^±power); the second the sampling error of the
     fit over seeds and points (≈ 95% for two standard errors).
+
+    Deprecated: this window widens with the fit's standard error, so a noisier measurement passes
+    more easily.  Rate claims use :func:`ntkbook.claims.rate` (window fixed a priori, rivals, the
+    rule of :func:`ntkbook.fitting.decide_rate`); this function goes once the chapters are ported.
     """
     tol = log_factor_allowance(widths, power) + sigmas * float(fit.stderr)
     return expected - tol, expected + tol

@@ -34,6 +34,7 @@ from .. import _validation as V
 from .. import covariance as cov
 from .. import khatri_rao as kr
 from ..data.sphere import uniform_sphere
+from ..fitting import fit_geometric_rate
 from ..progress import progress
 
 Array = jax.Array
@@ -343,8 +344,7 @@ def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
     keep = keep[keep >= len(r) // 10] if keep.size > 20 else keep
     if keep.size < 2:
         raise ValueError("not enough iterations above the floor to fit a rate")
-    slope = np.polyfit(keep, np.log(r[keep]), 1)[0]
-    return float(math.exp(slope))
+    return fit_geometric_rate(keep, r[keep])
 
 
 def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:

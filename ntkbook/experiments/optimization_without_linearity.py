@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation
+from ..fitting import fit_geometric_rate
 from ..models.dense import mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
@@ -92,8 +93,7 @@ def geometric_rate(loss: Any, *, start: float = 1e-3, stop: float = 1e-9) -> tup
     if sel.sum() < 3:
         raise ValueError(f"loss: fewer than 3 steps with L_t/L_0 in [{stop}, {start}]; train longer")
     t = np.nonzero(sel)[0]
-    slope = np.polyfit(t, np.log(loss[sel]), 1)[0]
-    return float(np.exp(slope)), t
+    return fit_geometric_rate(t, loss[sel]), t
 
 
 def theorem_5_1_summary(sweep: Mapping[str, Any], *, rho: float = 0.5) -> dict[str, np.ndarray]:

@@ -1,0 +1,390 @@
+"""The typed claims of ntkbook.claims and the rate rule of ntkbook.fitting, on constructed data.
+
+Every kind is shown to pass, to fail and (rates) to be inconclusive; window/rival validation; the
+scale rule for inconclusive claims; byte-identical ledgers; the exact record fields; verdict lines.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from ntkbook import claims, fitting
+
+P20 = "Liu–Zhu–Belkin 2020, Prop. 2.3"
+RIVALS = {"Θ(1)": 0.0, "m^-3/4": -0.75}
+M = np.repeat(np.geomspace(64, 16384, 9), 4)
+
+
+@pytest.fixture
+def ledger(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path))
+    claims.start("99-test", scale="ci")
+    return tmp_path / "99-test.jsonl"
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def power_law(exponent, noise, seed=0, x=M):
+    rng = np.random.default_rng(seed)
+    return 2.0 * x**exponent * np.exp(noise * rng.normal(size=x.size))
+
+
+def rate(claim, y, x=M, **kw):
+    kw = {"predicted": -0.5, "window": (-0.6, -0.4), "rivals": RIVALS, "allowance": "log factors: ±0.1",
+          "ref": "Liu–Zhu–Belkin 2020, Thm 3.1", "label": "thm-3-1", **kw}
+    claims.rate(claim, x, y, **kw)
+
+
+# ---------------------------------------------------------------------------------------------
+# Each kind: passed / failed / inconclusive
+# ---------------------------------------------------------------------------------------------
+
+
+def test_bound_passes_and_fails(ledger, capsys):
+    claims.bound("prop-2.3/bound-holds", [0.1, 0.2, 0.5], [1.0, 1.0, 1.0], ref=P20, label="prop-2-3")
+    assert capsys.readouterr().out.strip() == ("PASSED  prop-2.3/bound-holds  [bound]  measured ≤ bound on 3 samples; "
+                                               "worst ratio 0.5, median 0.2")
+    with pytest.raises(AssertionError, match=r"FAILED  prop-2.3/too-tight  \[bound\].*worst ratio 1.5"):
+        claims.bound("prop-2.3/too-tight", [1.5, 0.2], [1.0, 1.0], ref=P20, label="prop-2-3")
+    recs = lines(ledger)
+    assert [r["status"] for r in recs] == ["passed", "failed"]
+    assert recs[0]["measured"] == {"samples": 3, "worst_ratio": 0.5, "median_ratio": 0.2, "rtol": 0.0}
+    assert recs[1]["measured"]["worst_ratio"] == 1.5
+
+
+def test_bound_rtol_needs_a_reason(ledger):
+    with pytest.raises(TypeError, match="rtol_reason"):
+        claims.bound("b/rtol", [1.0], [1.0], ref=P20, label="prop-2-3", rtol=1e-6)
+    claims.bound("b/rtol", [1.0 + 1e-7], [1.0], ref=P20, label="prop-2-3", rtol=1e-6,
+                 rtol_reason="float32 Lanczos residual 1e-6")
+    rec = lines(ledger)[0]
+    assert rec["status"] == "passed" and "float32 Lanczos residual 1e-6" in rec["criterion"]
+    assert rec["measured"]["rtol"] == 1e-6
+    with pytest.raises(ValueError, match="same number of elements"):
+        claims.bound("b/sizes", [1.0, 2.0], [1.0], ref=P20, label="prop-2-3")
+    with pytest.raises(ValueError, match="non-finite"):
+        claims.bound("b/nan", [math.nan], [1.0], ref=P20, label="prop-2-3")
+
+
+def test_rate_passes_fails_and_is_inconclusive(ledger):
+    rate("thm-3.1/clean", power_law(-0.5, 0.02))
+    with pytest.raises(AssertionError, match=r"FAILED  thm-3\.1/slow"):
+        rate("thm-3.1/slow", power_law(-0.3, 0.02))
+    # the right exponent but so few, so noisy points that the 95% interval contains Θ(1): inconclusive
+    few = np.array([64.0, 128.0, 256.0])
+    rate("thm-3.1/noisy", 2.0 * few**-0.5 * np.exp([0.2, -0.25, 0.1]), x=few)
+    recs = lines(ledger)
+    assert [r["status"] for r in recs] == ["passed", "failed", "inconclusive"]
+    noisy = recs[2]
+    assert -0.6 <= noisy["measured"]["slope"] <= -0.4
+    assert noisy["measured"]["ci_low"] <= -0.75 or noisy["measured"]["ci_high"] >= 0.0
+    assert "inside the 95% CI" in noisy["criterion"]
+    clean = recs[0]
+    assert clean["window"] == {"predicted": -0.5, "low": -0.6, "high": -0.4, "allowance": "log factors: ±0.1"}
+    assert clean["rivals"] == RIVALS
+    assert set(clean["measured"]) == {"slope", "stderr", "ci_low", "ci_high", "points", "x_min", "x_max", "r2"}
+    assert clean["measured"]["points"] == M.size and clean["measured"]["x_min"] == 64.0
+
+
+def test_a_noisier_measurement_never_passes_more_easily(ledger):
+    """The window does not grow with the standard error: a wrong exponent fails however noisy the data,
+    as long as the slope lands outside the window, and noise only turns a pass into inconclusive."""
+    y = power_law(-0.2, 0.02)
+    with pytest.raises(AssertionError):
+        rate("r/wrong", y)
+    fit = fitting.power_law_fit(M, y)
+    win = fitting.rate_window(-0.5, (-0.6, -0.4), RIVALS, allowance="x")
+    assert fitting.decide_rate(fit, win).status == "failed"
+    # the same slope with a huge interval is still judged by the slope: failed, not inconclusive
+    wide = fitting.PowerLawFit(-0.2, 0.0, 1.0, -3.0, 2.6, 0.1, 10)
+    assert fitting.decide_rate(wide, win).status == "failed"
+    inside = fitting.PowerLawFit(-0.5, 0.0, 1.0, -3.0, 2.0, 0.1, 10)
+    decision = fitting.decide_rate(inside, win)
+    assert decision.status == "inconclusive" and decision.rivals_in_ci == ("Θ(1)", "m^-3/4")
+
+
+def test_inconclusive_raises_at_book_and_paper_but_not_at_ci(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path))
+    few = np.array([64.0, 128.0, 256.0])
+    y = 2.0 * few**-0.5 * np.exp([0.2, -0.25, 0.1])
+    for scale in ("ci", "book", "paper"):
+        claims.start(f"99-{scale}", scale=scale)
+        if scale == "ci":
+            rate("r/inconclusive", y, x=few)
+        else:
+            with pytest.raises(AssertionError, match=r"inconclusive.*raise the sizes or seeds"):
+                rate("r/inconclusive", y, x=few)
+        assert lines(tmp_path / f"99-{scale}.jsonl")[0]["status"] == "inconclusive"
+
+
+def test_window_and_rival_validation(ledger):
+    y = power_law(-0.5, 0.02)
+    with pytest.raises(ValueError, match="contains the rival exponent m\\^-3/4"):
+        rate("r/v", y, window=(-0.8, -0.4))
+    with pytest.raises(ValueError, match="does not contain the predicted exponent"):
+        rate("r/v", y, window=(-0.45, -0.3), rivals={"Θ(1)": 0.0})
+    with pytest.raises(ValueError, match="at least one rival"):
+        rate("r/v", y, rivals={})
+    with pytest.raises(ValueError, match="low < high"):
+        rate("r/v", y, window=(-0.4, -0.6))
+    with pytest.raises(ValueError, match="allowance"):
+        rate("r/v", y, allowance=" ")
+    with pytest.raises(TypeError, match="pair"):
+        rate("r/v", y, window=-0.5)
+    assert not ledger.read_text(), "a programming error records nothing"
+
+
+def test_order_constant_and_decay(ledger):
+    claims.order("k/constant", M, 1.0 + 0.01 * np.random.default_rng(1).normal(size=M.size), expect="constant",
+                 ref="book, the kernel's limit", label="thm-3-1")
+    claims.order("h/decays", M, power_law(-0.5, 0.02), expect="decay", ref="book, the Hessian decays",
+                 label="thm-3-1")
+    with pytest.raises(AssertionError, match="FAILED  k/not-constant"):
+        claims.order("k/not-constant", M, power_law(-0.5, 0.02), expect="constant", ref="book, x", label="thm-3-1")
+    with pytest.raises(AssertionError, match="FAILED  h/constant"):
+        claims.order("h/constant", M, power_law(0.0, 0.02), expect="decay", ref="book, x", label="thm-3-1")
+    few = np.array([64.0, 128.0])
+    claims.order("k/two-points", few, np.array([1.0, 1.1]), expect="constant", ref="book, x", label="thm-3-1")
+    recs = lines(ledger)
+    assert [r["status"] for r in recs] == ["passed", "passed", "failed", "failed", "inconclusive"]
+    assert {r["kind"] for r in recs} == {"order"}
+    assert recs[0]["window"]["low"] == -0.25 and recs[0]["rivals"] == {"m^-1/2": -0.5, "m^+1/2": 0.5}
+    assert recs[1]["window"] == {"predicted": -0.5, "low": -2.0, "high": -0.25,
+                                 "allowance": fitting.ORDER_WINDOWS["decay"].allowance}
+    with pytest.raises(ValueError, match="unknown expect"):
+        claims.order("k/x", M, M, expect="grow", ref="book, x", label="thm-3-1")
+
+
+def test_order_windows_exclude_their_rivals():
+    for win in fitting.ORDER_WINDOWS.values():
+        assert win.contains(win.predicted)
+        assert not any(win.contains(e) for _, e in win.rivals)
+
+
+def test_close_and_identity(ledger, capsys):
+    claims.close("hvp/dense", [1.0, 2.0], [1.0, 2.0 + 1e-7], rtol=1e-6, precision_reason="float32 HVPs: 1e-6",
+                 ref="Liu–Zhu–Belkin 2022, Thm 2", label="ch7-thm-2")
+    with pytest.raises(AssertionError, match="FAILED  hvp/off"):
+        claims.close("hvp/off", [1.0, 2.1], [1.0, 2.0], rtol=1e-6, precision_reason="float32 HVPs: 1e-6",
+                     ref="Liu–Zhu–Belkin 2022, Thm 2", label="ch7-thm-2")
+    claims.identity("prop-2.1/equality", 3.0, 3.0, rtol=1e-12, ref="Liu–Zhu–Belkin 2020, Prop. 2.1", label="prop-2-1")
+    with pytest.raises(AssertionError, match=r"\[identity, illustration\]"):
+        claims.identity("prop-2.1/broken", 3.0, 3.5, rtol=1e-12, ref="Liu–Zhu–Belkin 2020, Prop. 2.1",
+                        label="prop-2-1")
+    recs = lines(ledger)
+    assert [(r["kind"], r["status"]) for r in recs] == [("close", "passed"), ("close", "failed"),
+                                                        ("identity", "passed"), ("identity", "failed")]
+    assert "float32 HVPs: 1e-6" in recs[0]["criterion"]
+    assert recs[0]["measured"]["elements"] == 2 and recs[1]["measured"]["max_rel_error"] == 0.05
+    assert recs[2]["criterion"].startswith("illustration: ")
+    assert "PASSED  prop-2.1/equality  [identity, illustration]" in capsys.readouterr().out
+    with pytest.raises(TypeError, match="precision_reason"):
+        claims.close("c/x", 1.0, 1.0, rtol=1e-6, precision_reason="", ref=P20, label="prop-2-3")
+
+
+def test_condition(ledger):
+    claims.condition("thm-5.1/stopping", True, criterion="every run reached loss ≤ 1e-6 within 2000 steps",
+                     ref="Liu–Zhu–Belkin 2020, Thm 5.1", label="thm-5b-5-1", runs=8, worst_steps=1234)
+    with pytest.raises(AssertionError, match=r"FAILED  thm-5\.1/never"):
+        claims.condition("thm-5.1/never", np.bool_(False), criterion="c", ref="Liu–Zhu–Belkin 2020, Thm 5.1",
+                         label="thm-5b-5-1")
+    with pytest.raises(TypeError, match="single boolean"):
+        claims.condition("c/float", 1.0, criterion="c", ref=P20, label="prop-2-3")
+    rec = lines(ledger)[0]
+    assert rec["measured"] == {"runs": 8, "worst_steps": 1234}
+    assert rec["criterion"] == "every run reached loss ≤ 1e-6 within 2000 steps"
+
+
+def test_erratum_is_recorded(ledger):
+    claims.rate("ex-2-relu/random-direction", M, power_law(-0.75, 0.02), predicted=-0.75, window=(-0.85, -0.65),
+                rivals={"m^-1/2 (the book's old claim)": -0.5, "m^-1": -1.0}, allowance="±0.1: sign cancellations",
+                ref="book, ReLU kernel change in a random direction", label="ex-2-relu",
+                erratum="The chapter said ReLU has the same O(R/√m) rate as smooth activations; it is m^-3/4.")
+    rec = lines(ledger)[0]
+    assert rec["status"] == "passed" and rec["erratum"].startswith("The chapter said")
+
+
+# ---------------------------------------------------------------------------------------------
+# Records, refs, determinism
+# ---------------------------------------------------------------------------------------------
+
+
+def test_record_fields_are_exactly_the_documented_ones(ledger):
+    claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")
+    rate("a/rate", power_law(-0.5, 0.02), erratum="text")
+    claims.check("a/legacy", True, ref="Prop. 2.3", n=3)
+    base = {"claim", "ref", "label", "kind", "criterion", "measured", "status", "scale", "notebook"}
+    bound_rec, rate_rec, legacy = lines(ledger)
+    assert set(bound_rec) == base
+    assert set(rate_rec) == base | {"window", "rivals", "erratum"}
+    assert set(legacy) == base and legacy["kind"] == "legacy" and legacy["label"] is None
+    assert set(rate_rec) <= set(claims.FIELDS)
+    assert bound_rec["scale"] == "ci" and bound_rec["notebook"] == "99-test"
+    assert not any(k in bound_rec for k in ("date", "time", "backend"))
+
+
+def test_refs_labels_and_ids_are_validated(ledger):
+    for bad in ("Prop. 2.3", "Liu et al. 2020, Prop. 2.3", "Liu-Zhu-Belkin 2020, Prop. 2.3", "book", "book,  "):
+        with pytest.raises(ValueError, match="ref must name the paper"):
+            claims.bound("a/b", [1.0], [2.0], ref=bad, label="prop-2-3")
+    for i, good in enumerate(("Liu–Zhu–Belkin 2020, supp. Lemma F.1", "Liu–Zhu–Belkin 2022, Thm 2",
+                              "Oymak–Soltanolkotabi 2020, Lemma 6.4", "book, Θ(1) limit of the kernel")):
+        claims.bound(f"a/{i}", [1.0], [2.0], ref=good, label="prop-2-3")
+    with pytest.raises(ValueError, match="label"):
+        claims.bound("a/b", [1.0], [2.0], ref=P20, label="has space")
+    with pytest.raises(TypeError, match="label"):
+        claims.bound("a/b", [1.0], [2.0], ref=P20, label=None)
+    with pytest.raises(ValueError, match="whitespace"):
+        claims.bound("a b", [1.0], [2.0], ref=P20, label="prop-2-3")
+
+
+def test_claim_ids_are_unique_in_a_notebook(ledger):
+    claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")
+    claims.bound("a/c", [1.0], [2.0], ref=P20, label="prop-2-3")
+    claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")  # the same cell again: kept once
+    with pytest.raises(ValueError, match="already recorded in this run with other numbers"):
+        claims.bound("a/b", [1.0], [4.0], ref=P20, label="prop-2-3")  # e.g. a loop reusing one id
+    recs = lines(ledger)
+    assert [r["claim"] for r in recs] == ["a/b", "a/c"] and recs[0]["measured"]["worst_ratio"] == 0.5
+    assert claims.records() == recs
+
+
+def _run_all(noise_bits: float) -> None:
+    """Every kind once; ``noise_bits`` perturbs the inputs in the last bits (summation-order noise)."""
+    e = 1.0 + noise_bits
+    claims.bound("a/bound", np.array([0.1, 0.2, 0.3]) * e, [1.0, 1.0, 1.0], ref=P20, label="prop-2-3")
+    rate("a/rate", power_law(-0.5, 0.02) * e)
+    claims.order("a/order", M, (1.0 + 0.01 * np.random.default_rng(3).normal(size=M.size)) * e, expect="constant",
+                 ref="book, x", label="thm-3-1")
+    claims.close("a/close", np.array([1.0, 2.0]) * e, [1.0, 2.0], rtol=1e-6, precision_reason="float64: 1e-12",
+                 ref=P20, label="prop-2-3")
+    claims.identity("a/identity", 2.0 * e, 2.0, rtol=1e-9, ref=P20, label="prop-2-3")
+    claims.condition("a/condition", True, criterion="always", ref=P20, label="prop-2-3", value=0.123456789 * e)
+    claims.check_all_leq("a/legacy", [1.0 * e, 2.0], [2.0, 2.0], ref="Prop. 2.3")
+
+
+def test_two_runs_write_byte_identical_ledgers(tmp_path, monkeypatch):
+    texts = []
+    for i, noise in enumerate((0.0, 3e-16)):
+        monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path / f"run{i}"))
+        claims.start("01-chapter", scale="ci")
+        _run_all(noise)
+        texts.append((tmp_path / f"run{i}" / "01-chapter.jsonl").read_bytes())
+    assert texts[0] == texts[1]
+    assert len(texts[0].splitlines()) == 7
+
+
+def test_round_floats_and_fmt():
+    assert claims.round_floats({"a": 0.1234567891, "b": [1e-20 * 3.14159265, -0.0], "c": 3, "d": math.inf}) == {
+        "a": 0.123457, "b": [3.14159e-20, 0.0], "c": 3, "d": "inf"}
+    assert claims.fmt(0.18512) == "0.185" and claims.fmt(108) == "108" and claims.fmt(math.nan) == "nan"
+    assert claims.fmt(list(range(10))) == "[0, 1, 2, … (10 values)]"
+
+
+def test_verdict_html_and_line_agree():
+    rec = {"claim": "x/y", "kind": "identity", "status": "passed", "criterion": "a < b & c"}
+    v = claims.Verdict(rec)
+    assert repr(v) == "PASSED  x/y  [identity, illustration]  a < b & c"
+    html = v._repr_html_()
+    assert 'class="ntkbook-badge ntkbook-passed"' in html and "a &lt; b &amp; c" in html
+    assert "ntkbook-kind-identity" in html
+
+
+def test_calls_claims():
+    assert claims.calls_claims("nb.claims.rate(\n 'x', ...)")
+    assert claims.calls_claims("claims.check('a', True, ref='r')")
+    assert not claims.calls_claims("nb.tables.show(rows)")
+    assert not claims.calls_claims("my_claims.rate_of(x)")
+
+
+def test_read_ledgers_is_recursive_and_rejects_duplicates(tmp_path):
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "01-x.jsonl").write_text('{"claim": "c", "status": "passed"}\nnot json\n')
+    out = claims.read_ledgers(tmp_path)
+    assert list(out) == ["01-x"] and out["01-x"][1]["status"] == "failed"
+    (tmp_path / "01-x.jsonl").write_text("")
+    with pytest.raises(ValueError, match="two ledgers"):
+        claims.read_ledgers(tmp_path)
+
+
+# ---------------------------------------------------------------------------------------------
+# Legacy interface (kind "legacy"), kept until the chapters are ported
+# ---------------------------------------------------------------------------------------------
+
+
+def test_passing_claim_is_recorded(ledger):
+    assert claims.check("demo/ok", np.float64(1.0) < 2.0, ref="Prop. 0", measured=np.array([1.0, 2.0]), n=3) is None
+    rec = json.loads(ledger.read_text().splitlines()[0])
+    assert rec["status"] == "passed" and rec["claim"] == "demo/ok" and rec["scale"] == "ci"
+    assert rec["measured"] == {"measured": [1.0, 2.0], "n": 3}
+    assert rec["notebook"] == "99-test" and rec["ref"] == "Prop. 0" and rec["kind"] == "legacy"
+    assert rec["label"] is None and "date" not in rec
+
+
+def test_failing_claim_raises_and_is_recorded(ledger):
+    with pytest.raises(AssertionError, match=r"FAILED  demo/bad  \[legacy check\]  condition holds; slope = -0\.3 "
+                                              r"\(Thm 1; notebook '99-test' at scale 'ci'\)"):
+        claims.check("demo/bad", False, ref="Thm 1", slope=-0.3)
+    assert json.loads(ledger.read_text())["status"] == "failed"
+
+
+def test_condition_must_be_one_boolean(ledger):
+    with pytest.raises(TypeError, match="single boolean"):
+        claims.check("demo/array", np.array([True, False]), ref="x")
+    with pytest.raises(TypeError, match="single boolean"):
+        claims.check("demo/float", 1.0, ref="x")
+    with pytest.raises(TypeError, match="ref"):
+        claims.check("demo/noref", True, ref="")
+
+
+def test_helpers(ledger):
+    claims.check_all_leq("demo/leq", [1.0, 2.0], [2.0, 2.0], ref="r")
+    with pytest.raises(AssertionError, match=r"worst ratio 1\.5"):
+        claims.check_all_leq("demo/leq-fails", [3.0, 1.0], [2.0, 2.0], ref="r")
+    claims.check_between("demo/between", -0.49, -0.55, -0.45, ref="r")
+    with pytest.raises(AssertionError):
+        claims.check_between("demo/outside", -0.2, -0.55, -0.45, ref="r")
+    claims.check_close("demo/close", [1.0, 2.0 + 1e-9], [1.0, 2.0], ref="r", rtol=1e-8)
+    records = claims.read_ledgers(ledger.parent)["99-test"]
+    assert [r["status"] for r in records] == ["passed", "failed", "passed", "failed", "passed"]
+
+
+def test_start_validates(tmp_path, monkeypatch):
+    monkeypatch.setenv("NTKBOOK_LEDGER_DIR", str(tmp_path))
+    with pytest.raises(ValueError, match="unknown scale 'huge'; expected one of 'ci', 'book', 'paper'"):
+        claims.start("x", scale="huge")
+    with pytest.raises(ValueError, match="file stem"):
+        claims.start("a/b", scale="ci")
+
+
+# ---------------------------------------------------------------------------------------------
+# fitting helpers
+# ---------------------------------------------------------------------------------------------
+
+
+def test_log_factor_allowance_is_the_slope_of_a_pure_log_factor():
+    widths = np.array([100.0, 10_000.0])
+    for power in (0.5, 1.0):
+        fit = fitting.power_law_fit(widths, np.log(widths) ** power)
+        assert fitting.log_factor_allowance(widths, power) == pytest.approx(fit.slope, rel=1e-12)
+    with pytest.raises(ValueError, match="two distinct"):
+        fitting.log_factor_allowance([64, 64])
+
+
+def test_ci_position():
+    fit = fitting.PowerLawFit(-0.5, 0.0, 0.01, -0.6, -0.4, 1.0, 10)
+    assert [fitting.ci_position(fit, v) for v in (-0.7, -0.6, -0.5, -0.4, -0.3)] == [
+        "below", "inside", "inside", "inside", "above"]
+
+
+def test_fit_geometric_rate():
+    t = np.arange(5, 40)
+    assert fitting.fit_geometric_rate(t, 3.0 * 0.9**t) == pytest.approx(0.9, rel=1e-12)
+    with pytest.raises(ValueError, match="positive"):
+        fitting.fit_geometric_rate([1, 2], [1.0, 0.0])

@@ -1,0 +1,289 @@
+"""The generated Reference pages (Claims ledger, Index of results, Errata) and the run-time box, built
+by Sphinx from a synthetic ledger and synthetic index data (no notebook is executed).
+
+A tiny project: one chapter notebook with a labelled proposition, a check cell with an output and
+papermill metadata (as the test suite's pre-executed notebooks have), the three pages.  The ledger is
+written through ``ntkbook.claims`` itself.  Also: every claim ref recorded in a real ledger directory
+names a row of the book's index data.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ntkbook import claims
+
+ROOT = Path(__file__).resolve().parents[1]
+EXT = ROOT / "book" / "_ext"
+P = "Liu–Zhu–Belkin 2020"
+
+
+def _notebook(executed: bool) -> dict:
+    cells = [
+        {"cell_type": "markdown", "id": "intro", "metadata": {}, "source": textwrap.dedent("""\
+            # Chapter one
+
+            ```{chapter-runtime}
+            ```
+
+            ```{prf:proposition} Small Hessian, small kernel change (Prop. 2.3)
+            :label: prop-2-3
+
+            If the Hessian is small in a ball, the kernel changes little.
+            ```
+            """)},
+        {"cell_type": "code", "id": "check", "metadata": {}, "execution_count": 1 if executed else None,
+         "source": 'nb.claims.bound("prop-2.3/bound-holds", m, b, ref="Liu–Zhu–Belkin 2020, Prop. 2.3", '
+                   'label="prop-2-3")',
+         "outputs": [{"output_type": "stream", "name": "stdout", "text": "PASSED  prop-2.3/bound-holds\n"}]
+         if executed else []},
+    ]
+    meta = {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"},
+            "language_info": {"name": "python"}}
+    if executed:
+        meta["papermill"] = {"duration": 12.3, "parameters": {"scale": "ci"}}
+    return {"cells": cells, "metadata": meta, "nbformat": 4, "nbformat_minor": 5}
+
+
+INDEX = textwrap.dedent("""\
+    paper: liu2020
+    citation: Liu–Zhu–Belkin 2020
+    bibkey: liu2020linearity
+    results:
+      - ref: "Prop. 2.3"
+        kind: proposition
+        title: "Small Hessian implies small change of the tangent kernel"
+        statement: "If ||H(w)|| < eps on B(w0, R) then |K(w) - K(w0)| = O(eps R)"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: prop-2-3
+        measured_by: [ntkbook.norms.norm_221]
+        coverage: measured
+        note: ""
+      - ref: "supp. Lemma F.1"
+        kind: lemma
+        title: "Spectral norms of initial weight matrices"
+        statement: "||W0|| <= 3 sqrt(m)"
+        where: "Supplement, Appendix F"
+        chapter: null
+        label: null
+        measured_by: []
+        coverage: not-covered
+        note: "A random-matrix fact used in a proof; not measured."
+    """)
+
+
+def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
+    old = os.environ.get("NTKBOOK_LEDGER_DIR")
+    os.environ["NTKBOOK_LEDGER_DIR"] = str(directory)
+    try:
+        claims.start("01-chapter", scale="ci")
+        claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref=f"{P}, Prop. 2.3", label="prop-2-3")
+        claims.identity("prop-2.3/identity", 1.0, 1.0, rtol=1e-12, ref=f"{P}, Prop. 2.3", label="prop-2-3")
+        m = np.repeat([64.0, 256.0, 1024.0, 4096.0], 3)
+        claims.rate("prop-2.3/relu-rate", m, m**-0.75 * np.exp(0.01 * np.sin(m)), predicted=-0.75,
+                    window=(-0.85, -0.65), rivals={"m^-1/2": -0.5}, allowance="±0.1", ref="book, ReLU kernel change",
+                    label="prop-2-3", erratum="The paper's rate m^-1/2 does not hold for ReLU: it is m^-3/4.")
+        claims.check("legacy/check", True, ref="Prop. 2.3", n=1)
+        if unknown_ref:
+            claims.bound("x/unknown", [1.0], [2.0], ref=f"{P}, Thm 9.9", label="prop-2-3")
+    finally:
+        if old is None:
+            os.environ.pop("NTKBOOK_LEDGER_DIR", None)
+        else:
+            os.environ["NTKBOOK_LEDGER_DIR"] = old
+
+
+def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False) -> tuple[Path, str]:
+    """Build the tiny project; return (html dir, warnings).  ``execute``: myst-nb runs the notebook
+    (a real check cell recording into the ledger) instead of reading pre-computed outputs."""
+    from sphinx.application import Sphinx
+
+    src = tmp_path / "src"
+    src.mkdir(parents=True)
+    notebook = _notebook(executed and not execute)
+    if execute:
+        notebook["cells"][1]["source"] = textwrap.dedent("""\
+            from ntkbook import claims
+            claims.start("01-chapter", scale="ci")
+            claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref="Liu–Zhu–Belkin 2020, Prop. 2.3",
+                         label="prop-2-3")
+            """)
+    (src / "01-chapter.ipynb").write_text(json.dumps(notebook))
+    (src / "index.md").write_text("# Book\n\n```{toctree}\n01-chapter\nclaims-ledger\nindex-of-results\nerrata\n```\n")
+    (src / "claims-ledger.md").write_text("# Claims ledger\n\n```{claims-ledger}\n```\n")
+    (src / "index-of-results.md").write_text("# Index of results\n\n```{results-index}\n```\n")
+    (src / "errata.md").write_text("# Errata\n\n```{errata}\n```\n")
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "liu2020.yaml").write_text(INDEX)
+    led = tmp_path / "ledger"
+    led.mkdir()
+    if ledger == "full":
+        _write_ledger(led)
+    elif ledger == "unknown-ref":
+        _write_ledger(led, unknown_ref=True)
+    elif ledger == "empty-file":
+        (led / "01-chapter.jsonl").write_text("")
+    (src / "conf.py").write_text(textwrap.dedent(f"""\
+        import sys
+        sys.path.insert(0, {str(EXT)!r})
+        extensions = ["myst_nb", "sphinx_proof", "claims_ledger", "results_index", "runtimes"]
+        nb_execution_mode = {"force" if execute else "off"!r}
+        numfig = True
+        ntkbook_ledger_dir = {str(led)!r}
+        ntkbook_results_dir = {str(data)!r}
+        exclude_patterns = ["_build"]
+        """))
+    warnings = io.StringIO()
+    out = tmp_path / "html"
+    sys.path.insert(0, str(EXT))
+    old_dir = os.environ.get("NTKBOOK_LEDGER_DIR")
+    os.environ["NTKBOOK_LEDGER_DIR"] = str(led)  # the kernel of an executed notebook records here
+    try:
+        app = Sphinx(str(src), str(src), str(out), str(tmp_path / "doctrees"), "html", status=None,
+                     warning=warnings, freshenv=True)
+        app.build()
+    finally:
+        sys.path.remove(str(EXT))
+        if old_dir is None:
+            os.environ.pop("NTKBOOK_LEDGER_DIR", None)
+        else:
+            os.environ["NTKBOOK_LEDGER_DIR"] = old_dir
+    return out, warnings.getvalue()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    return build(tmp_path_factory.mktemp("pages"))
+
+
+def test_ledger_page_lists_every_claim_of_the_build(site):
+    out, warnings = site
+    assert "ntkbook" not in warnings, warnings
+    page = (out / "claims-ledger.html").read_text()
+    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/relu-rate", "legacy/check"):
+        assert claim in page
+    assert "4 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
+    assert "1 identity shown as illustrations, not counted as evidence" in page and "identity, illustration" in page
+    assert "No claims were recorded" not in page
+    assert 'href="01-chapter.html#prop-2-3"' in page  # each claim links to its statement block
+    assert "ntkbook-badge ntkbook-passed" in page
+    assert "ntkbook.css" in page
+
+
+def test_index_rows_are_joined_with_their_claims(site):
+    out, _ = site
+    page = (out / "index-of-results.html").read_text()
+    row = page[page.index("Prop. 2.3"):page.index("supp. Lemma F.1")]
+    assert 'href="01-chapter.html#prop-2-3"' in row
+    assert "prop-2.3/bound-holds" in row and "prop-2.3/identity" in row
+    assert "prop-2.3/relu-rate" not in row  # its ref is the book's own result
+    assert "norms.norm_221" in row
+    assert "not covered: A random-matrix fact used in a proof; not measured." in page
+    own = page[page.index("own results"):]
+    assert "ReLU kernel change" in own and "prop-2.3/relu-rate" in own
+    assert "legacy/check" in page[page.index("not in the index"):]
+
+
+def test_errata_page_lists_the_claims_with_an_erratum(site):
+    out, _ = site
+    page = (out / "errata.html").read_text()
+    assert "1 erratum, each documented by a claim checked in this build." in page
+    assert "The paper’s rate m^-1/2 does not hold for ReLU" in page or "The paper's rate m^-1/2" in page
+    assert "prop-2.3/relu-rate" in page and "prop-2.3/bound-holds" not in page
+
+
+def test_runtime_box_reports_this_builds_execution(site):
+    out, _ = site
+    page = (out / "01-chapter.html").read_text()
+    assert "executed at ci scale in 12 s (papermill, for this build)." in page
+    assert "not measured yet" not in page
+
+
+def test_a_notebook_executed_by_the_build_fills_the_ledger_and_the_runtime_box(tmp_path):
+    out, warnings = build(tmp_path, ledger="none", execute=True)
+    assert "ntkbook" not in warnings, warnings
+    page = (out / "claims-ledger.html").read_text()
+    assert "1 claim was checked in this build (scale ci): 1 passed" in page and "prop-2.3/bound-holds" in page
+    chapter = (out / "01-chapter.html").read_text()
+    assert "executed at ci scale in" in chapter and "when this book was built." in chapter
+    assert "ntkbook-badge ntkbook-passed" in chapter  # the verdict's HTML output
+
+
+def test_missing_or_empty_ledger_fails_the_build(tmp_path):
+    _, warnings = build(tmp_path / "none", ledger="none")
+    assert "claims ledger incomplete: chapter '01-chapter' has check cells and was executed" in warnings
+    _, warnings = build(tmp_path / "empty", ledger="empty-file")
+    assert "its ledger is empty" in warnings
+
+
+def test_a_chapter_not_executed_for_this_build_needs_no_claims(tmp_path):
+    out, warnings = build(tmp_path, ledger="none", executed=False)
+    assert "ledger incomplete" not in warnings
+    page = (out / "claims-ledger.html").read_text()
+    assert "No chapter with check cells was executed for this build" in page
+    assert "not executed for this build" in (out / "01-chapter.html").read_text()
+
+
+def test_a_typed_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
+    _, warnings = build(tmp_path, ledger="unknown-ref")
+    assert "ref 'Liu–Zhu–Belkin 2020, Thm 9.9' names no row of the index" in warnings
+    assert "legacy/check" not in warnings  # legacy refs are listed, not warned about
+
+
+# ---------------------------------------------------------------------------------------------
+# Real data and ledgers
+# ---------------------------------------------------------------------------------------------
+
+
+def _results_index():
+    sys.path.insert(0, str(EXT))
+    try:
+        import results_index
+    finally:
+        sys.path.remove(str(EXT))
+    return results_index
+
+
+def test_the_books_index_data_is_well_formed():
+    ri = _results_index()
+    if not ri.RESULTS_DIR.is_dir():
+        pytest.skip("no index data in book/_data/results")
+    papers, problems = ri.load_index(ri.RESULTS_DIR)
+    assert not problems, problems
+    assert [p["paper"] for p in papers] == list(ri.PAPER_KEYS)
+    for paper in papers:
+        for row in paper["results"]:
+            for name in row["measured_by"]:
+                assert ri.python_object_exists(name), f"{paper['paper']} {row['ref']}: {name}"
+
+
+def _real_ledger_dirs() -> list[Path]:
+    dirs = [Path(os.environ["NTKBOOK_LEDGER_DIR"])] if os.environ.get("NTKBOOK_LEDGER_DIR") else []
+    dirs.append(ROOT / "_build" / "ledger")
+    return [d for d in dirs if d.is_dir() and any(d.rglob("*.jsonl"))]
+
+
+def test_every_claim_ref_in_a_ledger_names_a_row_of_the_index():
+    ri = _results_index()
+    dirs = _real_ledger_dirs()
+    if not ri.RESULTS_DIR.is_dir() or not dirs:
+        pytest.skip("no index data or no ledger directory with ledgers")
+    papers, _ = ri.load_index(ri.RESULTS_DIR)
+    refs = ri.index_refs(papers)
+    unknown = []
+    for d in dirs:
+        for stem, recs in claims.read_ledgers(d).items():
+            unknown += [f"{stem}: {r['claim']} → {r['ref']!r}" for r in recs
+                        if r.get("kind") != "legacy" and not claims.is_book_ref(str(r.get("ref")))
+                        and r.get("ref") not in refs]
+    assert not unknown, "claims whose ref names no index row:\n" + "\n".join(unknown)
