@@ -6,10 +6,10 @@ The public contract (see the book's design guide):
 * :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``hessian``, ``norms``,
-``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``gaussian``, ``plotting``, ``tables``,
-``pytree``, ``progress``, ``sweep``, ``records``; imported on first use: ``symbolic`` (sympy),
-``experiments`` (one module per chapter), ``data`` and ``reproductions``.
+Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``structured_ntk``, ``hessian``,
+``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``,
+``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``records``; imported on first use:
+``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and ``reproductions``.
 """
 
 from __future__ import annotations
@@ -20,15 +20,17 @@ from typing import Any
 from . import (
     activations,
     claims,
+    covariance,
     fitting,
-    gaussian,
     hessian,
     kernels,
+    khatri_rao,
     models,
     norms,
     plotting,
     progress,
     pytree,
+    quadrature,
     reproduce,
     scales,
     structured_ntk,
@@ -55,18 +57,20 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "activations",
     "claims",
+    "covariance",
     "empirical_ntk",
     "fitting",
-    "gaussian",
     "hessian",
     "hessian_spectral_norm",
     "kernels",
+    "khatri_rao",
     "models",
     "norm_221",
     "norms",
     "plotting",
     "progress",
     "pytree",
+    "quadrature",
     "reproduce",
     "scales",
     "setup",

@@ -74,7 +74,8 @@ def test_paper_swish_values_and_derivatives():
     d2 = 0.1 * s * (1 - s) * (2 + 0.1 * z * (1 - 2 * s))
     np.testing.assert_allclose(np.asarray(act.derivative(jnp.asarray(z, jnp.float32))), d1, atol=2e-6)
     np.testing.assert_allclose(np.asarray(act.derivative(jnp.asarray(z, jnp.float32), 2)), d2, atol=2e-7)
-    assert le.swish_activation(0.1) is act  # cached: one object, so compiled code is shared
+    assert nb.activations.swish(0.1) is act  # cached: one object, so compiled code is shared
+    assert nb.activations.get_activation("swish(beta=0.1)") is act
 
 
 def test_paper_swish_constants():
@@ -89,7 +90,7 @@ def test_paper_swish_constants():
     assert act.smoothness == 0.05 and np.abs(d2).max() == pytest.approx(0.05, rel=1e-9)
     assert act.lipschitz == pytest.approx(1.0998, abs=1e-4)
     with pytest.raises(ValueError, match="beta"):
-        le.swish_activation(0.0)
+        nb.activations.swish(0.0)
 
 
 # ---------------------------------------------------------------------------------------------

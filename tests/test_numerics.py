@@ -1,20 +1,9 @@
-import math
 
 import numpy as np
 import pytest
 import sympy as sp
 
-from ntkbook import fitting, gaussian, pytree, symbolic
-
-
-def test_gauss_hermite_moments():
-    assert gaussian.gaussian_expectation(lambda w: w**2) == pytest.approx(1.0, rel=1e-13)
-    assert gaussian.gaussian_expectation(lambda w: w**4, std=2.0) == pytest.approx(3 * 16, rel=1e-13)
-    assert gaussian.gaussian_expectation(np.cos) == pytest.approx(math.exp(-0.5), rel=1e-13)
-    assert gaussian.gaussian_expectation(lambda w: np.exp(0.7 * w), mean=0.2) == pytest.approx(
-        math.exp(0.7 * 0.2 + 0.7**2 / 2), rel=1e-12)
-    with pytest.raises(ValueError, match="same shape"):
-        gaussian.gaussian_expectation(lambda w: 1.0)
+from ntkbook import fitting, pytree, symbolic
 
 
 def test_power_law_fit():

@@ -25,17 +25,6 @@ def test_pack_places_every_network_once_within_the_width():
     assert len(rows) < len(sizes)  # pairs were formed
 
 
-def test_fast_activations_match_jax():
-    z = jnp.linspace(-40, 40, 20001, dtype=jnp.float32)
-    p, s = pt.fast_activation_pair("softplus")(z)
-    np.testing.assert_allclose(p, jax.nn.softplus(z), atol=2e-6)
-    np.testing.assert_allclose(s, jax.nn.sigmoid(z), atol=1e-6)
-    p, s = pt.fast_activation_pair("relu")(z)
-    np.testing.assert_array_equal(s, (z >= 0).astype(jnp.float32))
-    with pytest.raises(ValueError, match="unknown activation"):
-        pt.fast_activation_pair("tanh")
-
-
 @pytest.mark.parametrize("activation", ["softplus", "relu"])
 def test_packed_engine_agrees_with_plain_gradient_descent(activation):
     """Every (k, trial) of a column: the stopping iteration of the packed float32 engine equals the

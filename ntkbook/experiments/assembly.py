@@ -39,6 +39,7 @@ import numpy as np
 from .. import _validation as V
 from ..models import assembly as asm
 from ..models.assembly import Assembly, SubModelFamily
+from ..quadrature import gaussian_expectation
 
 Array = jax.Array
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -552,8 +553,6 @@ def median_limits(depth: int, input_norm2_over_d: float = 1.0) -> np.ndarray:
     """m → ∞ value of median_i |αᵢ⁽ˡ⁾| for the tanh network: median|tanh(√q_l Z)| = tanh(0.6745 √q_l),
     with q₁ = ‖x‖²/d and q_{l+1} = E[tanh(√q_l Z)²] (the NTK-parameterized forward variance recursion)."""
     from scipy.stats import norm
-
-    from ..gaussian import gaussian_expectation
 
     q = float(input_norm2_over_d)
     med_z = float(norm.ppf(0.75))

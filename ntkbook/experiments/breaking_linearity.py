@@ -36,12 +36,12 @@ import numpy as np
 from .. import _validation as V
 from ..activations import Activation, get_activation
 from ..fitting import ci_position, power_law_fit
-from ..gaussian import gaussian_expectation
 from ..hessian import lanczos_fixed_steps
 from ..models.dense import MLP, mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..pytree import tree_dot, tree_max_abs, tree_norm, tree_sub
+from ..quadrature import gaussian_expectation
 from .lazy_training import _fold, _stack, circle_data, gd_run, kernel_matrix, relative_kernel_change
 
 Array = jax.Array
@@ -53,21 +53,17 @@ HIGHEST = jax.lax.Precision.HIGHEST
 # ---------------------------------------------------------------------------------------------
 
 
-def _phi(z: Array) -> Array:
-    # log cosh z = logaddexp(z, −z) − log 2, stable for large |z|
-    return z + 0.5 * (jnp.logaddexp(z, -z) - math.log(2.0))
-
-
-PHI = Activation("z+logcosh(z)/2", _phi, lambda: 1.5, lambda: 0.5)
-"""φ(z) = z + ½ log cosh z: φ'(z) = 1 + ½ tanh z ∈ (½, 3/2), φ''(z) = ½ sech² z ∈ (0, ½].
+PHI = get_activation("z+logcosh(z)/2")
+"""φ(z) = z + ½ log cosh z (the registry's ``"z+logcosh(z)/2"``): φ'(z) = 1 + ½ tanh z ∈ (½, 3/2),
+φ''(z) = ½ sech² z ∈ (0, ½].
 
 A "softplus-like" map with a floor on its slope: φ(z) − z/2 ... grows like z/2 for z → −∞ and like
 3z/2 for z → +∞, so |φ'| ≥ ρ = ½ everywhere (Theorem 5.1's hypothesis), while φ'' > 0 everywhere (so
 the first term of Eq. 29 never vanishes) and is largest near 0, where a network output at
 initialization typically is."""
 
-PHI_FLOOR = 0.5
-"""inf_z |φ'(z)| for :data:`PHI` — the ρ of Theorem 5.1."""
+PHI_FLOOR = PHI.derivative_floor
+"""inf_z |φ'(z)| = ½ for :data:`PHI` — the ρ of Theorem 5.1."""
 
 
 def phi_derivatives(phi: Activation, f: Array) -> tuple[Array, Array]:

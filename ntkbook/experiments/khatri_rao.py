@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from scipy import stats
 
+from .. import activations as acts
 from .. import covariance as cov
 from .. import khatri_rao as kr
 from ..data import sphere
@@ -194,7 +195,7 @@ def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str,
     for i, a in enumerate(progress(settings.activations, desc="activations")):
         for j, (name, fn, which) in enumerate((("Σ", cov.neural_network_covariance, "sigma"),
                                                ("Σ̃", cov.output_feature_covariance, "sigma_tilde"))):
-            exact = fn(x, a, method="exact")
+            exact = fn(x, a, method="auto")
             quad = fn(x, a, method="quadrature", degree=settings.degree)
             herm = fn(x, a, method="hermite")
             mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings.samples,
@@ -202,7 +203,7 @@ def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str,
             diff = (mc.mean - exact)[iu]
             se = mc.stderr[iu]
             z = np.where(se > 0, np.abs(diff) / np.where(se > 0, se, 1.0), np.where(np.abs(diff) > 0, np.inf, 0.0))
-            closed = cov.get(a).kernel_dphi is not None
+            closed = acts.get_activation(a).kernel_prime is not None
             rows.append({"activation": a, "matrix": name, "exact route": "closed form" if closed else "Hermite series",
                          "|exact − quadrature|": float(np.abs(exact - quad).max()),
                          "|exact − Hermite|": float(np.abs(exact - herm).max()),
@@ -217,12 +218,12 @@ def hermite_table(activations: tuple[str, ...], r_max: int, *, degree: int = 200
     rows = []
     for a in activations:
         for derivative in (False, True):
-            quad = cov.hermite_coefficients(a, r_max, derivative=derivative, method="quadrature", degree=degree)
-            act = cov.get(a)
-            exact_fn = act.hermite_dphi if derivative else act.hermite_phi
-            exact = (np.array([float(exact_fn(r)) for r in range(r_max + 1)]) if exact_fn is not None
-                     else np.full(r_max + 1, np.nan))
-            symbolic = [exact_fn(r) for r in range(r_max + 1)] if exact_fn is not None else None
+            quad = acts.hermite_coefficients(a, r_max, derivative=derivative, method="quadrature", degree=degree)
+            act = acts.get_activation(a)
+            has_exact = (act.hermite_prime if derivative else act.hermite) is not None
+            symbolic = ([acts.hermite_symbolic(a, r, derivative=derivative) for r in range(r_max + 1)] if has_exact
+                        else None)
+            exact = (np.array([float(e) for e in symbolic]) if symbolic is not None else np.full(r_max + 1, np.nan))
             rows.append({"activation": a, "function": f"{a}'" if derivative else a, "quadrature": quad,
                          "exact": exact, "symbolic": symbolic})
     return rows
@@ -236,8 +237,8 @@ def hermite_table(activations: tuple[str, ...], r_max: int, *, degree: int = 200
 def _route_error(x: np.ndarray, activation: str, output: bool, degree: int) -> float:
     """An upper estimate of the entrywise error of the computed covariance: 0 for closed forms (up to
     rounding), otherwise the largest difference between the Hermite series and 2-D quadrature."""
-    act = cov.get(activation)
-    closed = act.kernel_phi if output else act.kernel_dphi
+    act = acts.get_activation(activation)
+    closed = act.kernel if output else act.kernel_prime
     if closed is not None:
         return 0.0
     fn = cov.output_feature_covariance if output else cov.neural_network_covariance
@@ -257,7 +258,7 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
         s2 = max(float(np.linalg.eigvalsh(kr.hadamard_gram(x, 2))[0]), 0.0)
         for a in settings.activations:
             sig = cov.neural_network_covariance(x, a)
-            c = cov.constants(a)
+            c = acts.constants(a)
             mats = cov.quadratic_reduction_bound(x, a)
             tol = n * _route_error(x, a, False, settings.degree) + gram_tolerance(sig)
             lam = cov.lambda_min(sig)
@@ -294,7 +295,7 @@ def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: s
     return {"n": np.asarray(settings.ns), "orders": orders, "bounds": bounds, "lam": np.asarray(lams),
             "tolerance": np.asarray(tols), "best_r": best,
             "rank_limits": np.asarray([kr.symmetric_dimension(d, int(p)) for p in powers]),
-            "mu": cov.hermite_coefficients(activation, int(orders.max()), derivative=not output)[orders],
+            "mu": acts.hermite_coefficients(activation, int(orders.max()), derivative=not output)[orders],
             "activation": activation, "d": d, "output": output}
 
 

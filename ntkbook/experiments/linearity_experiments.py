@@ -59,7 +59,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
-from ..activations import Activation, _sup_abs
+from ..activations import swish
 from ..data.gaussian_classes import LabelledData, gaussian_classes
 from ..fitting import PowerLawFit, power_law_fit
 from ..kernels import empirical_ntk, flatten_ntk
@@ -83,36 +83,9 @@ FIGURE1_KINDS = ("linear", "softmax", "swish")
 # ---------------------------------------------------------------------------------------------
 
 
-def _standard_swish_d1(u: float) -> float:
-    s = 1.0 / (1.0 + math.exp(-u))
-    return s + u * s * (1.0 - s)
-
-
-@cache
-def swish_activation(beta: float = 0.1) -> Activation:
-    """swish_β(z) = z·(1 + e^{−βz})⁻¹ = z·sigmoid(βz) — the paper's output map (Eq. 45) for β = 0.1.
-
-    (The registry's ``"swish"`` is β = 1.)  With u = βz, swish_β'(z) = s(u) + u s(u)(1 − s(u)) and
-    swish_β''(z) = β·s(u)(1 − s(u))(2 + u(1 − 2s(u))), s = sigmoid.  Hence
-
-    * Lipschitz constant sup|swish_β'| ≈ 1.0998 for every β (the same function of u; found by
-      bounded maximisation, no elementary closed form);
-    * smoothness sup|swish_β''| = β/2, attained at z = 0 (the bracket is even in u, equal to 2 at
-      u = 0 and smaller elsewhere; |s(1 − s)| ≤ 1/4).
-
-    The object is cached per β, so models built with it compare equal and compiled code is reused.
-    """
-    beta = V.positive_float("beta", beta)
-
-    def fn(z: Array) -> Array:
-        return z * jax.nn.sigmoid(beta * z)
-
-    return Activation(f"swish(beta={beta:g})", fn, _sup_abs(_standard_swish_d1, (-20.0, 20.0)),
-                      lambda: beta / 2.0)
-
-
-PAPER_SWISH = swish_activation(0.1)
-"""Swish(z) = z ⊙ (1 + exp(−0.1 z))⁻¹ of Appendix B (Eq. 45)."""
+PAPER_SWISH = swish(0.1)
+"""Swish(z) = z ⊙ (1 + exp(−0.1 z))⁻¹ of Appendix B (Eq. 45): the registry's ``"swish(beta=0.1)"``
+(:func:`ntkbook.activations.swish`; L = sup|φ'| ≈ 1.0998 as for every β, β_σ = sup|φ''| = 0.05)."""
 
 
 def loss_curvature(training: str) -> float:
@@ -844,6 +817,5 @@ __all__ = [
     "split_table",
     "step_size_check",
     "step_sizes",
-    "swish_activation",
     "train_runs",
 ]

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from functools import cache, partial
+from functools import partial
 from typing import Any
 
 import jax
@@ -33,6 +33,7 @@ import numpy as np
 from .. import _validation as V
 from .. import covariance as cov
 from .. import khatri_rao as kr
+from ..activations import constants, get_activation
 from ..data.sphere import uniform_sphere
 from ..fitting import fit_geometric_rate
 from ..progress import progress
@@ -61,29 +62,23 @@ def output_weights(k: int, y_norm: float, n: int, *, dtype=jnp.float32) -> Array
     return jnp.asarray(signs * y_norm / math.sqrt(k * n), dtype=dtype)
 
 
-@cache
-def activation_pair(activation: str):
-    """(φ, φ') as JAX functions; φ'(z) = 1{z ≥ 0} for ReLU (the paper's generalized derivative)."""
-    return cov.get(activation).jax_pair()
-
-
 def network(w: Array, x: Array, v: Array, activation: str) -> Array:
     """f(W) = φ(XWᵀ)v ∈ ℝ^n for inputs X (n, d), weights W (k, d), output weights v (k,) (Eq. 1.1)."""
-    phi, _ = activation_pair(activation)
-    return phi(x @ w.T) @ v
+    return get_activation(activation).fn(x @ w.T) @ v
 
 
 def jacobian(w: Array, x: Array, v: Array, activation: str) -> Array:
-    """J(W) ∈ ℝ^{n×kd}, block ℓ = v_ℓ diag(φ'(Xw_ℓ)) X (Section 6.1), columns ordered like vect(W)."""
-    _, dphi = activation_pair(activation)
-    d = dphi(x @ w.T) * v[None, :]  # (n, k)
+    """J(W) ∈ ℝ^{n×kd}, block ℓ = v_ℓ diag(φ'(Xw_ℓ)) X (Section 6.1), columns ordered like vect(W).
+
+    φ' is the registry's closed form (:meth:`ntkbook.activations.Activation.prime`), 1{z ≥ 0} for ReLU
+    (the paper's generalized derivative)."""
+    d = get_activation(activation).prime(x @ w.T) * v[None, :]  # (n, k)
     return (d[:, :, None] * x[:, None, :]).reshape(x.shape[0], -1)
 
 
 def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
     """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n) — never forms J."""
-    _, dphi = activation_pair(activation)
-    d = dphi(x @ w.T) * v[None, :]
+    d = get_activation(activation).prime(x @ w.T) * v[None, :]
     return (d @ d.T) * (x @ x.T)
 
 
@@ -122,7 +117,7 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
         y_norm = float(jnp.linalg.norm(y))
         lam = cov.network_eigenvalue(np.asarray(x), activation)
         norm_x = kr.spectral_norm(np.asarray(x))
-        b = cov.get(activation).bound
+        b = get_activation(activation).lipschitz  # B of Lemmas 6.6 and 6.7: |φ'| ≤ B
         k_star = lemma_6_7_width(n, norm_x, lam, b)
         widths = list(settings.widths) + ([int(k_star)] if k_star <= MAX_WIDTH else [])
         rows: dict[str, list] = {k: [] for k in ("k", "seed", "norm", "norm_bound", "smin", "smin_bound",
@@ -156,8 +151,6 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
     ``settings.distances``; for each pair also a direction that moves every pre-activation of one
     neuron (the near-tight case: Δ concentrated on one row, along the top singular vector of X).
     """
-    from ..activations import get_activation
-
     n, d, k = int(settings.n), int(settings.d), int(settings.k)
     m_const = get_activation(activation).smoothness
     rows: dict[str, list] = {"distance": [], "measured": [], "bound": [], "direction": []}
@@ -198,14 +191,14 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
     theorem), ``k_threshold`` = n log²(n)/λ̃ (its width condition with C = 1), ``n``, ``d``.
     """
     n, d = int(settings.n), int(settings.d)
-    phi, _ = activation_pair(activation)
-    act = cov.get(activation)
-    b = max(act.bound, abs(float(act.phi(np.zeros(1))[0])))  # |φ(0)| ≤ B and |φ'| ≤ B
+    phi = get_activation(activation).fn
+    c = constants(activation)
+    b = c.bound_theorem_3_2  # |φ(0)| ≤ B and |φ'| ≤ B
     with jax.enable_x64(True):
         x = uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64)
         xn = np.asarray(x)
         lam_t = cov.feature_eigenvalue(xn, activation)
-        gamma = cov.constants(activation).gamma
+        gamma = c.gamma
         gamma_bound = gamma**2 * kr.sigma_min_khatri_rao(xn) ** 2
 
         @partial(jax.jit, static_argnames="k")
@@ -259,7 +252,7 @@ def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) 
     y_norm = float(np.linalg.norm(y))
     norm_x = kr.spectral_norm(x)
     s = kr.sigma_min_khatri_rao(x)
-    c = cov.constants(activation)
+    c = constants(activation)
     if activation == "relu":
         eta = n * eta_bar / (3 * y_norm**2 * norm_x**2)
         rate = 1 - eta_bar * s**2 / (48 * math.pi * norm_x**2)
@@ -267,10 +260,7 @@ def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) 
         return {"eta": eta, "rate": rate, "dist_coef": dist, "path_factor": float("nan"), "rate_proof": rate,
                 "dist_coef_proof": dist, "path_factor_proof": float("nan"), "sigma_kr": s, "norm_x": norm_x,
                 "mu": c.mu, "B": 1.0}
-    from ..activations import get_activation
-
-    act = get_activation(activation)
-    b = max(act.lipschitz, act.smoothness)  # |φ'| ≤ B and |φ''| ≤ B
+    b = c.bound_theorem_2_1  # |φ'| ≤ B and |φ''| ≤ B
     eta = n * eta_bar / (2 * b**2 * y_norm**2 * norm_x**2)
     x_rate = eta_bar * c.mu**2 * s**2 / (32 * b**2 * norm_x**2)
     dist = c.mu * s * y_norm / (math.sqrt(32) * math.sqrt(n))
@@ -288,7 +278,7 @@ def _gd_scan(w0, x, y, v, eta, activation, steps):
     def step(carry, _):
         w, dist_path = carry
         r = residual(w)
-        _, dphi = activation_pair(activation)
+        dphi = get_activation(activation).prime
         grad = ((dphi(x @ w.T) * v[None, :]) * r[:, None]).T @ x  # ∇L = diag(v)φ'(WXᵀ)diag(r)X
         w_next = w - eta * grad
         step_len = jnp.linalg.norm(w_next - w)
@@ -440,7 +430,7 @@ def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str =
 @partial(jax.jit, static_argnames=("activation", "steps", "record_every"))
 def _sgd_scan(w0, x, y, v, eta, keys, activation, steps, record_every):
     n = x.shape[0]
-    _, dphi = activation_pair(activation)
+    dphi = get_activation(activation).prime
 
     def one_run(key):
         idx = jax.random.randint(key, (steps,), 0, n)

@@ -21,10 +21,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..activations import Activation, get_activation
-from ..gaussian import gaussian_expectation
 from ..hessian import dense_hessian, hessian_spectral_norm
 from ..models import ShallowNetwork, shallow_network
 from ..progress import progress
+from ..quadrature import gaussian_expectation
 
 Array = jax.Array
 

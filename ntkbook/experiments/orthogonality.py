@@ -36,10 +36,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
 from ..models import MLP, mlp
 from ..models.densenet import DenseNet, densenet
+from ..quadrature import gaussian_expectation
 
 Array = jax.Array
 PyTree = Any
@@ -195,17 +197,9 @@ def frame_constant(gram: Any) -> Array:
 @cache
 def _gaussian_moments(activation: str) -> tuple[float, float, float]:
     """(E[σ'(z)⁴], E[σ(z)²], E[σ'(z)²]) for z ~ N(0, 1), by Gauss–Hermite quadrature (float64)."""
-    from ..activations import get_activation
-    from ..gaussian import gaussian_expectation
-
     act = get_activation(activation)
-    d1 = jax.jit(lambda z: act.derivative(z, 1))
-    fn = jax.jit(act.fn)
-    with jax.enable_x64(True):
-        s1 = lambda z: np.asarray(d1(jnp.asarray(z)))  # noqa: E731
-        s0 = lambda z: np.asarray(fn(jnp.asarray(z)))  # noqa: E731
-        return (gaussian_expectation(lambda z: s1(z) ** 4), gaussian_expectation(lambda z: s0(z) ** 2),
-                gaussian_expectation(lambda z: s1(z) ** 2))
+    return (gaussian_expectation(lambda z: act.numpy(z, 1) ** 4), gaussian_expectation(lambda z: act.numpy(z) ** 2),
+            gaussian_expectation(lambda z: act.numpy(z, 1) ** 2))
 
 
 def clt_prediction(width: int | None = None, *, extra_inputs: float = 0.0, activation: str = "tanh") -> float:
@@ -545,7 +539,6 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) 
     * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
       rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
     """
-    from ..activations import get_activation
     from ..hessian import hessian_spectral_norm
 
     radius = float(settings.radius)

@@ -43,6 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..activations import get_activation
 from ..progress import progress
 from .moderate import output_weights
 
@@ -52,25 +53,6 @@ PAPER_STEP_SIZES = {"softplus": 0.15, "relu": 0.1}
 """The constant learning rates of Section 4."""
 
 _ROW_BUCKETS = tuple(sorted({4 * math.ceil(2 * 1.3**j) for j in range(40)}))
-
-
-def fast_activation_pair(activation: str):
-    """(φ, φ') in float32 with as few transcendental functions as possible (the inner loop's cost).
-
-    softplus: s = σ(z) = ½(1 + tanh(z/2)) and softplus(z) = max(z, 0) − log σ(|z|) — one tanh and
-    one log instead of exp, log1p and a division (within 1e-6 of ``jax.nn.softplus`` in float32,
-    see the tests).  ReLU: max(z, 0) and 1{z ≥ 0}.
-    """
-    if activation == "softplus":
-        def pair(z):
-            t = jnp.tanh(0.5 * z)
-            return jnp.maximum(z, 0.0) - jnp.log(0.5 + 0.5 * jnp.abs(t)), 0.5 + 0.5 * t
-    elif activation == "relu":
-        def pair(z):
-            return jnp.maximum(z, 0.0), (z >= 0).astype(z.dtype)
-    else:
-        raise ValueError(f"unknown activation {activation!r}; expected 'softplus' or 'relu'")
-    return pair
 
 
 def _round_up(value: int, multiple: int) -> int:
@@ -143,7 +125,7 @@ def _advance(xr, yr, ynorm, w, masks, status, it0, it_end, lr, tol, max_iters, *
     outputs of a row are one batched matmul φ(Z)·masks, and the backpropagated residual is
     (R·masksᵀ) ⊙ φ'(Z) — no gathers, no scatters.
     """
-    pair = fast_activation_pair(activation)
+    pair = get_activation(activation).value_and_prime  # fused (φ, φ'): one tanh and one log for softplus
     slot_net = masks != 0  # (rows, width, 2): which network each slot belongs to
 
     def cond(carry):
