@@ -6,7 +6,7 @@ The public contract (see the book's design guide):
 * :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``hessian``, ``norms``,
+Submodules: ``models``, ``activations``, ``kernels``, ``hessian``, ``norms``,
 ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``gaussian``, ``plotting``, ``tables``,
 ``pytree``, ``progress``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
 chapter), ``data`` and ``reproductions``.
@@ -31,7 +31,6 @@ from . import (
     pytree,
     reproduce,
     scales,
-    structured_ntk,
     tables,
     training,
 )
@@ -69,7 +68,6 @@ __all__ = [
     "reproduce",
     "scales",
     "setup",
-    "structured_ntk",
     "tables",
     "training",
 ]
