@@ -129,6 +129,22 @@ def _row_fn(apply_fn: ApplyFn) -> Callable[[PyTree, Array], Array]:
     return lambda params, xi: _as_nk(apply_fn(params, xi[None]))[0]
 
 
+def _split(apply_fn: ApplyFn) -> tuple[Callable, Any]:
+    """(function, model) for the bound ``apply`` of a pytree model — the model then enters the compiled
+    functions as data, so a new model of the same shapes reuses the compilation; (apply_fn, None) else."""
+    owner, func = getattr(apply_fn, "__self__", None), getattr(apply_fn, "__func__", None)
+    if owner is None or func is None:
+        return apply_fn, None
+    leaves, _ = jax.tree_util.tree_flatten(owner)
+    if len(leaves) == 1 and leaves[0] is owner:  # not a registered pytree
+        return apply_fn, None
+    return func, owner
+
+
+def _bind(fn: Callable, owner: Any) -> ApplyFn:
+    return fn if owner is None else partial(fn, owner)
+
+
 def _einsum(spec: str, *ops: Any) -> Any:
     """einsum in full precision: NumPy for NumPy operands (float64 stays float64), else JAX."""
     if all(isinstance(op, np.ndarray) for op in ops):
@@ -165,8 +181,9 @@ def _contract(j1: list[Array], j2: list[Array]) -> Array:
     return gram.reshape(n1, k, n2, k).transpose(0, 2, 1, 3)
 
 
-@partial(jax.jit, static_argnames=("apply_fn",))
-def _ntk_jacobian(apply_fn: ApplyFn, params: PyTree, x1: Array, x2: Array | None) -> Array:
+@partial(jax.jit, static_argnames=("fn",))
+def _ntk_jacobian(fn: Callable, owner: Any, params: PyTree, x1: Array, x2: Array | None) -> Array:
+    apply_fn = _bind(fn, owner)
     j1 = _row_jacobians(apply_fn, params, x1)
     return _contract(j1, j1 if x2 is None else _row_jacobians(apply_fn, params, x2))
 
@@ -214,19 +231,22 @@ def _ntvp_columns(apply_fn: ApplyFn, params: PyTree, rows_x1: Array, cols_x2: Ar
     return cols.transpose(2, 0, 3, 1)
 
 
-def _symmetry_blocks(n: int) -> list[tuple[int, int]]:
-    """Split range(n) into at most MAX_SYMMETRY_BLOCKS blocks of at least two inputs each."""
+def symmetry_blocks(n: int) -> list[tuple[int, int]]:
+    """The blocks [start, stop) of inputs that ``"ntvp"`` uses when x2 = x1: at most
+    :data:`MAX_SYMMETRY_BLOCKS`, of at least two inputs each; the columns of block c are computed on
+    the rows 0..stop_c only."""
     count = max(1, min(MAX_SYMMETRY_BLOCKS, n // 2))
     edges = np.linspace(0, n, count + 1).round().astype(int)
     return [(int(a), int(b)) for a, b in itertools.pairwise(edges)]
 
 
-@partial(jax.jit, static_argnames=("apply_fn", "rows"))
-def _ntk_ntvp(apply_fn: ApplyFn, params: PyTree, x1: Array, x2: Array | None, rows: int) -> Array:
+@partial(jax.jit, static_argnames=("fn", "rows"))
+def _ntk_ntvp(fn: Callable, owner: Any, params: PyTree, x1: Array, x2: Array | None, rows: int) -> Array:
+    apply_fn = _bind(fn, owner)
     if x2 is not None:
         return _ntvp_columns(apply_fn, params, x1, x2, rows)
     n = x1.shape[0]
-    blocks = _symmetry_blocks(n)
+    blocks = symmetry_blocks(n)
     if len(blocks) == 1:
         return _ntvp_columns(apply_fn, params, x1, x1, rows)
     # columns of block c need only the rows of blocks 0..c; the rest of K is the transpose
@@ -464,11 +484,11 @@ def empirical_ntk(
         if method == "auto":
             method = _choose_method(params, x1.shape[0], None if x2 is None else x2.shape[0], k)
         if method == "jacobian":
-            kernel = _ntk_jacobian(apply_fn, params, x1, x2)
+            kernel = _ntk_jacobian(*_split(apply_fn), params, x1, x2)
         else:
             if batch_size is None:
                 batch_size = JACOBIAN_MEMORY_BUDGET // max(1, num_params(params) * _itemsize(params))
-            kernel = _ntk_ntvp(apply_fn, params, x1, x2, max(1, batch_size // k))
+            kernel = _ntk_ntvp(*_split(apply_fn), params, x1, x2, max(1, batch_size // k))
     if flat:
         return flatten_ntk(kernel)
     return kernel[:, :, 0, 0] if k == 1 else kernel
@@ -497,13 +517,13 @@ def kernel_diagonal(apply_fn: ApplyFn, params: PyTree, x: Any) -> Array:
     V.pytree_of_arrays("params", params)
     x = V.array("x", x)
     k = _num_outputs(apply_fn, params, x)
-    diag = _kernel_diagonal(apply_fn, params, x)
+    diag = _kernel_diagonal(*_split(apply_fn), params, x)
     return diag[:, 0, 0] if k == 1 else diag
 
 
-@partial(jax.jit, static_argnames=("apply_fn",))
-def _kernel_diagonal(apply_fn: ApplyFn, params: PyTree, x: Array) -> Array:
-    return sum(_einsum("iap,ibp->iab", j, j) for j in _row_jacobians(apply_fn, params, x))
+@partial(jax.jit, static_argnames=("fn",))
+def _kernel_diagonal(fn: Callable, owner: Any, params: PyTree, x: Array) -> Array:
+    return sum(_einsum("iap,ibp->iab", j, j) for j in _row_jacobians(_bind(fn, owner), params, x))
 
 
 def jacobian_matrix(apply_fn: ApplyFn, params: PyTree, x: Any) -> Array:
@@ -515,12 +535,12 @@ def jacobian_matrix(apply_fn: ApplyFn, params: PyTree, x: Any) -> Array:
     V.pytree_of_arrays("params", params)
     x = V.array("x", x)
     _num_outputs(apply_fn, params, x)
-    return _jacobian_matrix(apply_fn, params, x)
+    return _jacobian_matrix(*_split(apply_fn), params, x)
 
 
-@partial(jax.jit, static_argnames=("apply_fn",))
-def _jacobian_matrix(apply_fn: ApplyFn, params: PyTree, x: Array) -> Array:
-    j = jnp.concatenate(_row_jacobians(apply_fn, params, x), axis=2)
+@partial(jax.jit, static_argnames=("fn",))
+def _jacobian_matrix(fn: Callable, owner: Any, params: PyTree, x: Array) -> Array:
+    j = jnp.concatenate(_row_jacobians(_bind(fn, owner), params, x), axis=2)
     return j.reshape(j.shape[0] * j.shape[1], -1)
 
 
@@ -544,4 +564,5 @@ __all__ = [
     "layerwise_ntk",
     "relative_change",
     "supports",
+    "symmetry_blocks",
 ]
