@@ -223,7 +223,8 @@ def ntk_flops(method: str, width: int, depth: int, input_dim: int, outputs: int,
     return fwd + back + n * k * p + 2 * k * pairs * (2 * p - d * m)
 
 
-def bench_ntk(quick: bool, with_nt: bool = False, repeats: int = 5) -> dict:
+def bench_ntk(quick: bool, with_nt: bool = False, repeats: int = 5, methods: tuple[str, ...] = NTK_METHODS,
+              sweep: bool = True) -> dict:
     """Each method on the published configuration: ntkbook (and neural-tangents in the same run,
     repetitions interleaved), the machine's float32 GEMM rate, and time against P over widths."""
     cfg = dict(NTK_CONFIG, width=256 if quick else NTK_CONFIG["width"])
@@ -239,7 +240,7 @@ def bench_ntk(quick: bool, with_nt: bool = False, repeats: int = 5) -> dict:
     print(f"float32 GEMM 2048³: {gemm['median_s'] * 1e3:.1f} ms, {gemm_rate / 1e9:.0f} GFLOP/s")
     out = {"config": cfg, "params": ours.info["params"], "gemm": gemm | {"flop_per_s": gemm_rate},
            "neural_tangents": None if nt is None else {"version": "0.6.5", "jax": nt.info["jax"]}, "methods": []}
-    for method in NTK_METHODS:
+    for method in methods:
         reps = repeats if method != "jacobian" else max(3, repeats - 2)
         contenders = [("ntkbook", ours, None)] + ([("neural-tangents", nt, v) for v in nt_variants] if nt else [])
         prepared = {}
@@ -279,7 +280,8 @@ def bench_ntk(quick: bool, with_nt: bool = False, repeats: int = 5) -> dict:
     head = [{"method": r["method"], "width": cfg["width"], "params": out["params"],
              "median_s": r["results"][0]["median_s"], "first_call_s": r["results"][0]["first_call_s"]}
             for r in out["methods"]]
-    out["sweep"] = bench_ntk_sweep(quick, cfg, env, repeats=3, measured=head)
+    if sweep:
+        out["sweep"] = bench_ntk_sweep(quick, cfg, env, repeats=3, measured=head)
     return out
 
 
@@ -327,7 +329,7 @@ def plot_ntk_sweep(sweep: dict, path: Path) -> None:
         p = np.array([r["params"] for r in pts], float)
         t = np.array([r["median_s"] for r in pts], float)
         fit = sweep["fits"][method]
-        line = ax.loglog(p, t, "o", label=f"{method}: time ∝ P^{fit['slope']:.2f} (± {fit['stderr']:.2f})")[0]
+        line = ax.loglog(p, t, "o", label=f"{method}: time ∝ $P^{{{fit['slope']:.2f}}}$ (± {fit['stderr']:.2f})")[0]
         grid = np.geomspace(p.min(), p.max(), 50)
         ax.loglog(grid, np.exp(fit["intercept"]) * grid ** fit["slope"], "-", color=line.get_color(), lw=1)
     ax.set_xlabel("P (number of parameters)")
@@ -487,6 +489,9 @@ def bench_make_test() -> dict:
 
 
 def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
+    if "methods" not in ntk:  # a result file from before the head-to-head format
+        return ["(The NTK section of this result file predates the current format: rerun "
+                "`make bench BENCH_ARGS=\"--only ntk --with-neural-tangents\"`.)", ""]
     c = ntk["config"]
     gemm = ntk["gemm"]["flop_per_s"]
     nt = ntk.get("neural_tangents")
@@ -520,6 +525,8 @@ def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
         else:
             lines.append(f"| {row['method']} | {ms(ours['median_s'])} | {row['flops'] / 1e9:.1f} | {rate} | "
                          f"{ours['first_call_s']:.1f} s |")
+    if "sweep" not in ntk:
+        return lines
     fits = ntk["sweep"]["fits"]
     widths = sorted({r["width"] for r in ntk["sweep"]["rows"]})
     lines += ["", f"Time against P (the same network at widths {', '.join(map(str, widths))}; figure "
@@ -575,6 +582,9 @@ def main() -> None:
     parser.add_argument("--with-neural-tangents", action="store_true",
                         help="also time neural-tangents 0.6.5 in the same run (its own environment .venv-nt, "
                              "created on first use)")
+    parser.add_argument("--ntk-methods", nargs="*", default=list(NTK_METHODS), choices=NTK_METHODS,
+                        help="the empirical-NTK methods to time")
+    parser.add_argument("--no-ntk-sweep", action="store_true", help="skip the time-against-P sweep")
     parser.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
     parser.add_argument("--chapter-scales", nargs="*", default=["ci", "book"], choices=("ci", "book", "paper"),
                         help="scales at which the chapters section runs each notebook")
@@ -591,7 +601,8 @@ def main() -> None:
         result = json.loads(out.with_suffix(".json").read_text())
     result |= {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": args.quick}
     scales = tuple(s for s in args.chapter_scales if not (s == "book" and args.book_times_from_build))
-    runners = {"ntk": lambda quick: bench_ntk(quick, with_nt=args.with_neural_tangents), "hessian": bench_hessian,
+    runners = {"ntk": lambda quick: bench_ntk(quick, with_nt=args.with_neural_tangents, methods=tuple(args.ntk_methods),
+                                              sweep=not args.no_ntk_sweep), "hessian": bench_hessian,
                "training": bench_training,
                "chapters": lambda quick: bench_chapters(quick, scales)}
     for name, fn in runners.items():
@@ -605,7 +616,7 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     from ntkbook.records import atomic_write_bytes, atomic_write_json
 
-    if "ntk" in sections:
+    if "ntk" in sections and "sweep" in result["ntk"]:
         plot_ntk_sweep(result["ntk"]["sweep"], out.parent / NTK_FIGURE)
     atomic_write_json(out.with_suffix(".json"), result)
     atomic_write_bytes(out.with_suffix(".md"), (markdown(result) + "\n").encode())
