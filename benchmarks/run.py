@@ -494,6 +494,7 @@ def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
                 "`make bench BENCH_ARGS=\"--only ntk --with-neural-tangents\"`.)", ""]
     c = ntk["config"]
     gemm = ntk["gemm"]["flop_per_s"]
+    note = [f"*{ntk['note']}*", ""] if ntk.get("note") else []
     nt = ntk.get("neural_tangents")
     lines = [f"**Empirical NTK, neural-tangents' configuration** ({c['depth']} hidden ReLU layers of width "
              f"{c['width']} without bias, input {c['input_dim']}, {c['outputs']} outputs, {c['inputs']} inputs, "
@@ -501,7 +502,7 @@ def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
              f"jitted; P = "
              f"{ntk['params']:,}). Medians of interleaved repetitions after compilation; achieved FLOP/s from the "
              f"analytic operation count of each method (`ntk_flops` in benchmarks/run.py) against the float32 GEMM "
-             f"rate measured in the same run ({gemm / 1e9:.0f} GFLOP/s, 2048 × 2048 × 2048).", ""]
+             f"rate measured in the same run ({gemm / 1e9:.0f} GFLOP/s, 2048 × 2048 × 2048).", "", *note]
     if nt:
         lines += [f"neural-tangents {nt['version']} (JAX {nt['jax']}) ran in its own environment in the same run; "
                   "both of its `vmap_axes` settings were timed and the faster is the reference of the ratio.", ""]
@@ -585,6 +586,7 @@ def main() -> None:
     parser.add_argument("--ntk-methods", nargs="*", default=list(NTK_METHODS), choices=NTK_METHODS,
                         help="the empirical-NTK methods to time")
     parser.add_argument("--no-ntk-sweep", action="store_true", help="skip the time-against-P sweep")
+    parser.add_argument("--note", default="", help="a sentence printed with the NTK results (e.g. the machine's load)")
     parser.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
     parser.add_argument("--chapter-scales", nargs="*", default=["ci", "book"], choices=("ci", "book", "paper"),
                         help="scales at which the chapters section runs each notebook")
@@ -609,6 +611,8 @@ def main() -> None:
         if name in sections:
             result[name] = fn(args.quick)
             result.setdefault("section_dates", {})[name] = result["date"]
+    if "ntk" in sections and args.note:
+        result["ntk"]["note"] = args.note
     if "chapters" in sections and args.book_times_from_build:
         result["chapters"] += chapter_times_from_build(Path(args.book_times_from_build))
     if args.with_make_test:
