@@ -36,8 +36,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
-NEURAL_TANGENTS_CPU = {"jacobian": 13.5, "ntvp": 2.1, "structured": 0.015}
-"""neural-tangents 0.6.5 (JAX 0.4.25, numpy < 2) on this same 2-core CPU, float32, jit, median of 5 — seconds."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -77,57 +75,270 @@ def timed(fn, repeats: int = 5) -> dict:
     return {"first_call_s": first, "median_s": statistics.median(runs), "min_s": min(runs), "repeats": repeats}
 
 
-def fit_exponent(sizes, times) -> float:
-    import numpy as np
-
-    return float(np.polyfit(np.log(sizes), np.log(times), 1)[0])
-
-
 # ---------------------------------------------------------------------------------------------
 # sections
 # ---------------------------------------------------------------------------------------------
 
 
-def bench_ntk(quick: bool) -> dict:
-    import jax
+# ---------------------------------------------------------------------------------------------
+# Empirical NTK: ntkbook against neural-tangents, one run, interleaved repetitions
+# ---------------------------------------------------------------------------------------------
 
+NTK_CONFIG = {"width": 2048, "depth": 3, "input_dim": 3072, "outputs": 8, "inputs": 16}
+"""neural-tangents' published benchmark: 3 hidden ReLU layers of width 2048 without bias, input 3072,
+8 outputs, 16 inputs, the full (16, 16, 8, 8) kernel, float32, x2 = x1."""
+NTK_METHODS = ("structured", "ntvp", "jacobian")
+NTK_FIGURE = "bench-ntk-sweep.png"
+"""Written next to latest.json; the book copies it to book/_generated/ for the Performance page."""
+NT_IMPLEMENTATIONS = {"jacobian": "JACOBIAN_CONTRACTION", "ntvp": "NTK_VECTOR_PRODUCTS",
+                      "structured": "STRUCTURED_DERIVATIVES"}
+NT_VENV = ROOT / ".venv-nt"
+NT_REQUIREMENTS = ["jax==0.4.25", "jaxlib==0.4.25", "numpy<2", "tf2jax==0.3.6", "tensorflow==2.18.1",
+                   "neural-tangents==0.6.5"]
+"""neural-tangents 0.6.5 runs only with these (Python 3.11); it lives in its own virtual environment."""
+
+_NTK_WORKER = r"""
+import gc, json, statistics, sys, time
+import jax, jax.numpy as jnp
+lib, cfg = sys.argv[1], json.loads(sys.argv[2])
+w, depth, d, k, n = (cfg[a] for a in ("width", "depth", "input_dim", "outputs", "inputs"))
+x = jax.random.normal(jax.random.PRNGKey(1), (n, d), jnp.float32)
+if lib == "ntkbook":
     import ntkbook as nb
+    model, params = nb.models.mlp(jax.random.PRNGKey(0), (w,) * depth, input_dim=d, output_dim=k, activation="relu")
+    def make(method, variant):
+        return lambda: nb.empirical_ntk(model.apply, params, x, method=method)
+else:
+    import neural_tangents as nt
+    from neural_tangents import stax
+    layers = []
+    for _ in range(depth):
+        layers += [stax.Dense(w, b_std=None), stax.Relu()]
+    init_fn, apply_fn, _ = stax.serial(*layers, stax.Dense(k, b_std=None))
+    _, params = init_fn(jax.random.PRNGKey(0), x.shape)
+    def make(method, variant):
+        impl = getattr(nt.NtkImplementation, cfg["implementations"][method])
+        f = jax.jit(nt.empirical_ntk_fn(apply_fn, trace_axes=(), vmap_axes=variant, implementation=impl))
+        return lambda: f(x, None, params)
+fn, ref = None, None
+print(json.dumps({"ready": True, "jax": jax.__version__,
+                  "params": int(sum(a.size for a in jax.tree_util.tree_leaves(params)))}), flush=True)
+for line in sys.stdin:
+    cmd = json.loads(line)
+    out = {}
+    if cmd["op"] == "prepare":
+        fn = make(cmd["method"], cmd.get("variant"))
+        start = time.perf_counter()
+        kern = jax.block_until_ready(fn())
+        out = {"first_s": time.perf_counter() - start, "shape": list(kern.shape)}
+        if lib == "ntkbook":
+            if ref is None:
+                ref = make("structured", None)()
+            out["rel_diff_vs_structured"] = float(jnp.abs(kern - ref).max() / jnp.abs(ref).max())
+        del kern
+    elif cmd["op"] == "run":
+        start = time.perf_counter()
+        jax.block_until_ready(fn())
+        out = {"s": time.perf_counter() - start}
+    elif cmd["op"] == "release":
+        fn = None
+        gc.collect()
+    elif cmd["op"] == "gemm":
+        m = cmd["size"]
+        a = jax.random.normal(jax.random.PRNGKey(2), (m, m), jnp.float32)
+        b = jax.random.normal(jax.random.PRNGKey(3), (m, m), jnp.float32)
+        mm = jax.jit(lambda a, b: jnp.matmul(a, b, precision=jax.lax.Precision.HIGHEST))
+        jax.block_until_ready(mm(a, b))
+        runs = []
+        for _ in range(cmd["repeats"]):
+            start = time.perf_counter()
+            jax.block_until_ready(mm(a, b))
+            runs.append(time.perf_counter() - start)
+        out = {"median_s": statistics.median(runs), "flops": 2 * m**3}
+    print(json.dumps(out), flush=True)
+"""
 
-    out = {"config1": [], "sweep": []}
-    widths = 256 if quick else 2048
-    model, params = nb.models.mlp(jax.random.key(0), (widths,) * 3, input_dim=3072, output_dim=8, activation="relu")
-    x = jax.random.normal(jax.random.key(1), (16, 3072))
-    reference = None
-    for method in ("structured", "ntvp", "jacobian"):
-        t = timed(lambda method=method: nb.empirical_ntk(model.apply, params, x, method=method),
-                  repeats=5 if method == "structured" else 3)
-        k = nb.empirical_ntk(model.apply, params, x, method=method)
-        reference = k if reference is None else reference
-        err = float(abs(k - reference).max() / abs(reference).max())
-        row = {"method": method, "width": widths, "params": nb.pytree.num_params(params), **t,
-               "rel_diff_vs_structured": err, "neural_tangents_s": NEURAL_TANGENTS_CPU[method]}
-        out["config1"].append(row)
-        print(f"ntk config1 {method:10s} median {t['median_s'] * 1e3:9.1f} ms  (first {t['first_call_s']:.2f} s)")
-    exps = range(6, 11) if quick else range(6, 15)
-    xs = jax.random.normal(jax.random.key(2), (60, 1))
-    for e in exps:
-        m = 2**e
-        model, params = nb.models.mlp(jax.random.key(3), (m,), input_dim=1, output_dim=3, activation="relu",
-                                      use_bias=True)
-        p = nb.pytree.num_params(params)
-        for method in ("structured", "ntvp", "jacobian"):
-            if method != "structured" and p > 5e6:
-                continue
-            t = timed(lambda method=method, model=model, params=params: nb.empirical_ntk(model.apply, params, xs,
-                                                                                    method=method), repeats=3)
-            out["sweep"].append({"method": method, "width": m, "params": p, **t})
-            print(f"ntk sweep m=2^{e:<2d} P={p:>9,} {method:10s} median {t['median_s'] * 1e3:9.2f} ms")
-    out["sweep_exponents"] = {}
-    for method in ("structured", "ntvp", "jacobian"):
-        rows = [r for r in out["sweep"] if r["method"] == method and r["params"] >= 1e4]
-        if len(rows) >= 2:
-            out["sweep_exponents"][method] = fit_exponent([r["params"] for r in rows], [r["median_s"] for r in rows])
+
+class NtkWorker:
+    """A child process holding one library's network and compiled kernel function; asked to time one
+    call at a time, so that two libraries' repetitions can be interleaved in one run."""
+
+    def __init__(self, python: str, lib: str, cfg: dict, env: dict | None = None):
+        self.proc = subprocess.Popen([python, "-c", _NTK_WORKER, lib, json.dumps(cfg)], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+        self.info = self._read()
+
+    def _read(self) -> dict:
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"benchmark worker ({self.proc.args[3]}) died (exit code {self.proc.poll()})")
+        return json.loads(line)
+
+    def ask(self, **cmd) -> dict:
+        self.proc.stdin.write(json.dumps(cmd) + "\n")
+        self.proc.stdin.flush()
+        return self._read()
+
+    def close(self) -> None:
+        self.proc.stdin.close()
+        self.proc.wait(timeout=60)
+
+
+def ensure_nt_venv() -> str:
+    """The Python of ``.venv-nt`` (neural-tangents 0.6.5 and its pins), created on first use."""
+    python = NT_VENV / "bin" / "python"
+    if not python.exists():
+        base = "python3.11"
+        print(f"creating {NT_VENV} ({base}, {' '.join(NT_REQUIREMENTS)}) ...", flush=True)
+        subprocess.run([base, "-m", "venv", str(NT_VENV)], check=True)
+        subprocess.run([str(python), "-m", "pip", "install", "-q", *NT_REQUIREMENTS], check=True)
+    return str(python)
+
+
+def ntk_flops(method: str, width: int, depth: int, input_dim: int, outputs: int, inputs: int) -> float:
+    """Floating-point operations (a multiply-add = 2) of each ntkbook method on an MLP without bias,
+    x2 = x1 (n inputs, k outputs, widths m, input d; P = dm + (L−1)m² + mk, P_h = P − dm the
+    parameters above the first layer):
+
+    * forward pass: F = 2nP;  backward signals of all k outputs: B = 2nk·P_h (δ through W⁽ˡ⁾, l ≥ 2);
+    * structured: F + B + Σ_l 2n²(m_{l−1} + k²m_l) + 2n²m  (the Gram matrices of α and δ);
+    * jacobian: F + B + nkP (one multiply per Jacobian entry: outer products) + 2(nk)²P (contraction);
+    * ntvp: F + B + nkP (the per-input vector-Jacobian products) + 2k·R·(2P − dm), with
+      R = Σ_c n_c·e_c the (row, column) pairs the symmetry blocks compute (n_c columns of block c,
+      e_c rows up to its end) — each Jacobian-vector product on r rows costs 2r(2P − dm): the tangent of
+      W and of α through every layer, except that the first layer's input has no tangent.
+    """
+    from ntkbook import kernels
+
+    n, k, m, d = inputs, outputs, width, input_dim
+    p = d * m + (depth - 1) * m * m + m * k
+    p_hidden = p - d * m
+    fwd, back = 2 * n * p, 2 * n * k * p_hidden
+    if method == "structured":
+        fans = [d] + [m] * (depth - 1)
+        return fwd + back + sum(2 * n * n * (f + k * k * m) for f in fans) + 2 * n * n * m
+    if method == "jacobian":
+        return fwd + back + n * k * p + 2 * (n * k) ** 2 * p
+    pairs = sum((stop - start) * stop for start, stop in kernels.symmetry_blocks(n))
+    return fwd + back + n * k * p + 2 * k * pairs * (2 * p - d * m)
+
+
+def bench_ntk(quick: bool, with_nt: bool = False, repeats: int = 5, methods: tuple[str, ...] = NTK_METHODS,
+              sweep: bool = True) -> dict:
+    """Each method on the published configuration: ntkbook (and neural-tangents in the same run,
+    repetitions interleaved), the machine's float32 GEMM rate, and time against P over widths."""
+    cfg = dict(NTK_CONFIG, width=256 if quick else NTK_CONFIG["width"])
+    env = os.environ | {"PYTHONPATH": str(ROOT), "TF_CPP_MIN_LOG_LEVEL": "3"}
+    ours = NtkWorker(sys.executable, "ntkbook", cfg, env)
+    nt = None
+    nt_variants = (None, 0)  # neural-tangents' vmap_axes: None (its default) and 0 (batch axis)
+    if with_nt:
+        cfg_nt = cfg | {"implementations": NT_IMPLEMENTATIONS}
+        nt = NtkWorker(ensure_nt_venv(), "neural_tangents", cfg_nt, env | {"PYTHONPATH": ""})
+    gemm = ours.ask(op="gemm", size=2048, repeats=repeats)
+    gemm_rate = gemm["flops"] / gemm["median_s"]
+    print(f"float32 GEMM 2048³: {gemm['median_s'] * 1e3:.1f} ms, {gemm_rate / 1e9:.0f} GFLOP/s")
+    out = {"config": cfg, "params": ours.info["params"], "gemm": gemm | {"flop_per_s": gemm_rate},
+           "neural_tangents": None if nt is None else {"version": "0.6.5", "jax": nt.info["jax"]}, "methods": []}
+    for method in methods:
+        reps = repeats if method != "jacobian" else max(3, repeats - 2)
+        contenders = [("ntkbook", ours, None)] + ([("neural-tangents", nt, v) for v in nt_variants] if nt else [])
+        prepared = {}
+        for name, worker, variant in contenders:
+            prepared[(name, variant)] = worker.ask(op="prepare", method=method, variant=variant)
+            worker.ask(op="run")  # one warm run each
+        times = {key: [] for key in prepared}
+        for r in range(reps):  # interleaved: A B C, then B C A, ... (no side always runs first)
+            order = contenders[r % len(contenders):] + contenders[:r % len(contenders)]
+            for name, worker, variant in order:
+                times[(name, variant)].append(worker.ask(op="run")["s"])
+        for _, worker, _ in contenders:
+            worker.ask(op="release")
+        flops = ntk_flops(method, **{a: cfg[a] for a in ("width", "depth", "input_dim", "outputs", "inputs")})
+        row = {"method": method, "flops": flops, "results": []}
+        for (name, variant), ts in times.items():
+            res = {"library": name, "vmap_axes": variant, "median_s": statistics.median(ts), "min_s": min(ts),
+                   "runs_s": ts, "first_call_s": prepared[(name, variant)]["first_s"]}
+            if name == "ntkbook":
+                res["flop_per_s"] = flops / res["median_s"]
+                res["fraction_of_gemm"] = res["flop_per_s"] / gemm_rate
+                res["rel_diff_vs_structured"] = prepared[(name, variant)]["rel_diff_vs_structured"]
+            row["results"].append(res)
+            tag = name if variant is None or name == "ntkbook" else f"{name} (vmap_axes={variant})"
+            print(f"ntk {method:10s} {tag:34s} median {res['median_s'] * 1e3:9.1f} ms  "
+                  f"(runs {', '.join(f'{t * 1e3:.0f}' for t in ts)}; first call {res['first_call_s']:.1f} s)")
+        mine = row["results"][0]["median_s"]
+        theirs = [r["median_s"] for r in row["results"][1:]]
+        if theirs:
+            row["best_neural_tangents_s"] = min(theirs)
+            row["ratio"] = mine / min(theirs)
+            print(f"ntk {method:10s} ratio ntkbook / best neural-tangents = {row['ratio']:.2f}")
+        out["methods"].append(row)
+    ours.close()
+    if nt is not None:
+        nt.close()
+    head = [{"method": r["method"], "width": cfg["width"], "params": out["params"],
+             "median_s": r["results"][0]["median_s"], "first_call_s": r["results"][0]["first_call_s"]}
+            for r in out["methods"]]
+    if sweep:
+        out["sweep"] = bench_ntk_sweep(quick, cfg, env, repeats=3, measured=head)
     return out
+
+
+def bench_ntk_sweep(quick: bool, cfg: dict, env: dict, repeats: int = 3, measured: list | None = None) -> dict:
+    """Time against P: the published configuration at widths 2⁷ … 2¹¹ (one fresh worker per width; the
+    width of ``cfg`` is taken from ``measured``, the head-to-head rows), and the fitted exponent a of
+    time ∝ P^a per method (ntkbook.fitting.power_law_fit)."""
+    from ntkbook.fitting import power_law_fit
+
+    widths = (64, 128, 256) if quick else (128, 256, 512, 1024, 2048)
+    rows = list(measured or [])
+    for w in widths:
+        if any(r["width"] == w for r in rows):
+            continue
+        worker = NtkWorker(sys.executable, "ntkbook", cfg | {"width": w}, env)
+        for method in NTK_METHODS:
+            first = worker.ask(op="prepare", method=method)
+            ts = [worker.ask(op="run")["s"] for _ in range(repeats)]
+            worker.ask(op="release")
+            rows.append({"method": method, "width": w, "params": worker.info["params"],
+                         "median_s": statistics.median(ts), "first_call_s": first["first_s"]})
+            print(f"ntk sweep m={w:5d} P={worker.info['params']:>11,} {method:10s} "
+                  f"median {rows[-1]['median_s'] * 1e3:9.1f} ms")
+        worker.close()
+    rows.sort(key=lambda r: (r["width"], NTK_METHODS.index(r["method"])))
+    fits = {}
+    for method in NTK_METHODS:
+        pts = [r for r in rows if r["method"] == method]
+        fit = power_law_fit([r["params"] for r in pts], [r["median_s"] for r in pts])
+        fits[method] = {"slope": fit.slope, "stderr": fit.stderr, "intercept": fit.intercept, "n": fit.n}
+    return {"rows": rows, "fits": fits}
+
+
+def plot_ntk_sweep(sweep: dict, path: Path) -> None:
+    """Time against P on log–log axes, one colour per method, with the fitted P^a lines."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for method in NTK_METHODS:
+        pts = [r for r in sweep["rows"] if r["method"] == method]
+        p = np.array([r["params"] for r in pts], float)
+        t = np.array([r["median_s"] for r in pts], float)
+        fit = sweep["fits"][method]
+        line = ax.loglog(p, t, "o", label=f"{method}: time ∝ $P^{{{fit['slope']:.2f}}}$ (± {fit['stderr']:.2f})")[0]
+        grid = np.geomspace(p.min(), p.max(), 50)
+        ax.loglog(grid, np.exp(fit["intercept"]) * grid ** fit["slope"], "-", color=line.get_color(), lw=1)
+    ax.set_xlabel("P (number of parameters)")
+    ax.set_ylabel("median time per kernel (s)")
+    ax.set_title("Empirical NTK, 3 hidden ReLU layers, d = 3072, k = 8, n = 16")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
 
 
 _HESSIAN_CHILD = r"""
@@ -277,22 +488,62 @@ def bench_make_test() -> dict:
 # ---------------------------------------------------------------------------------------------
 
 
+def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
+    if "methods" not in ntk:  # a result file from before the head-to-head format
+        return ["(The NTK section of this result file predates the current format: rerun "
+                "`make bench BENCH_ARGS=\"--only ntk --with-neural-tangents\"`.)", ""]
+    c = ntk["config"]
+    gemm = ntk["gemm"]["flop_per_s"]
+    note = [f"*{ntk['note']}*", ""] if ntk.get("note") else []
+    nt = ntk.get("neural_tangents")
+    lines = [f"**Empirical NTK, neural-tangents' configuration** ({c['depth']} hidden ReLU layers of width "
+             f"{c['width']} without bias, input {c['input_dim']}, {c['outputs']} outputs, {c['inputs']} inputs, "
+             f"x2 = x1, the full ({c['inputs']}, {c['inputs']}, {c['outputs']}, {c['outputs']}) kernel, float32, "
+             f"jitted; P = "
+             f"{ntk['params']:,}). Medians of interleaved repetitions after compilation; achieved FLOP/s from the "
+             f"analytic operation count of each method (`ntk_flops` in benchmarks/run.py) against the float32 GEMM "
+             f"rate measured in the same run ({gemm / 1e9:.0f} GFLOP/s, 2048 × 2048 × 2048).", "", *note]
+    if nt:
+        lines += [f"neural-tangents {nt['version']} (JAX {nt['jax']}) ran in its own environment in the same run; "
+                  "both of its `vmap_axes` settings were timed and the faster is the reference of the ratio.", ""]
+        lines += ["| method | ntkbook | neural-tangents, vmap_axes=None | neural-tangents, vmap_axes=0 | ratio "
+                  "(ntkbook / faster nt) | ntkbook GFLOP | ntkbook GFLOP/s (% of GEMM) |",
+                  "|---|---|---|---|---|---|---|"]
+    else:
+        lines += ["(neural-tangents not run: `make bench BENCH_ARGS=--with-neural-tangents` adds it.)", "",
+                  "| method | ntkbook | GFLOP | GFLOP/s (% of GEMM) | compile + first call |", "|---|---|---|---|---|"]
+
+    def ms(t: float) -> str:
+        return f"{t * 1e3:.1f} ms" if t < 1 else f"{t:.2f} s"
+
+    for row in ntk["methods"]:
+        ours = row["results"][0]
+        rate = f"{ours['flop_per_s'] / 1e9:.0f} ({100 * ours['fraction_of_gemm']:.0f}%)"
+        if nt:
+            others = {r["vmap_axes"]: r["median_s"] for r in row["results"][1:]}
+            lines.append(f"| {row['method']} | {ms(ours['median_s'])} | {ms(others[None])} | {ms(others[0])} | "
+                         f"{row['ratio']:.2f} | {row['flops'] / 1e9:.1f} | {rate} |")
+        else:
+            lines.append(f"| {row['method']} | {ms(ours['median_s'])} | {row['flops'] / 1e9:.1f} | {rate} | "
+                         f"{ours['first_call_s']:.1f} s |")
+    if "sweep" not in ntk:
+        return lines
+    fits = ntk["sweep"]["fits"]
+    widths = sorted({r["width"] for r in ntk["sweep"]["rows"]})
+    lines += ["", f"Time against P (the same network at widths {', '.join(map(str, widths))}; figure "
+              "below): time ∝ P^a with "
+              + ", ".join(f"a = {f['slope']:.2f} ± {f['stderr']:.2f} ({k})" for k, f in fits.items()) + ".", "",
+              f"![Time of each empirical-NTK method against the number of parameters P, log–log, with the fitted "
+              f"P^a lines](_generated/{NTK_FIGURE})", ""]
+    return lines
+
+
 def markdown(result: dict) -> str:
     m = result["machine"]
     lines = [f"Measured on {result['date']}: {m['cpu']}, {m['cores']} cores, {m['memory_gib']} GiB, "
              f"JAX {m['jax']} on `{m['backend']}` ({', '.join(m['devices'])}), Python {m['python']}.", ""]
     if "ntk" in result:
-        lines += ["**Empirical NTK, neural-tangents' configuration** (3 hidden ReLU layers of width "
-                  f"{result['ntk']['config1'][0]['width']}, input 3072, 8 outputs, 16 inputs, full (16, 16, 8, 8) "
-                  "kernel, float32):", "",
-                  "| method | compile + first call | run (median) | neural-tangents 0.6.5 | ratio to it |",
-                  "|---|---|---|---|---|"]
-        for r in result["ntk"]["config1"]:
-            lines.append(f"| {r['method']} | {r['first_call_s']:.2f} s | {r['median_s'] * 1e3:.1f} ms | "
-                         f"{r['neural_tangents_s'] * 1e3:.0f} ms | {r['median_s'] / r['neural_tangents_s']:.2f} |")
-        exps = result["ntk"]["sweep_exponents"]
-        lines += ["", "Width sweep (one hidden ReLU layer with bias, N = 60, 3 outputs): time ∝ P^a with "
-                  + ", ".join(f"a = {v:.2f} ({k})" for k, v in exps.items()) + ".", ""]
+        lines += ntk_markdown(result["ntk"], m)
     if "hessian" in result:
         lines += ["**Hessian spectral norm** (`hessian_spectral_norm`, Lanczos, tol 1e-6, two hidden tanh layers, "
                   "one input, float32):", "",
@@ -329,6 +580,13 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", choices=("ntk", "hessian", "training", "chapters"),
                         help="run only these sections")
     parser.add_argument("--with-make-test", action="store_true", help="also time `make test`")
+    parser.add_argument("--with-neural-tangents", action="store_true",
+                        help="also time neural-tangents 0.6.5 in the same run (its own environment .venv-nt, "
+                             "created on first use)")
+    parser.add_argument("--ntk-methods", nargs="*", default=list(NTK_METHODS), choices=NTK_METHODS,
+                        help="the empirical-NTK methods to time")
+    parser.add_argument("--no-ntk-sweep", action="store_true", help="skip the time-against-P sweep")
+    parser.add_argument("--note", default="", help="a sentence printed with the NTK results (e.g. the machine's load)")
     parser.add_argument("--out", default=str(RESULTS / "latest"), help="output path without extension")
     parser.add_argument("--chapter-scales", nargs="*", default=["ci", "book"], choices=("ci", "book", "paper"),
                         help="scales at which the chapters section runs each notebook")
@@ -345,12 +603,16 @@ def main() -> None:
         result = json.loads(out.with_suffix(".json").read_text())
     result |= {"date": time.strftime("%Y-%m-%d"), "machine": machine(), "quick": args.quick}
     scales = tuple(s for s in args.chapter_scales if not (s == "book" and args.book_times_from_build))
-    runners = {"ntk": bench_ntk, "hessian": bench_hessian, "training": bench_training,
+    runners = {"ntk": lambda quick: bench_ntk(quick, with_nt=args.with_neural_tangents, methods=tuple(args.ntk_methods),
+                                              sweep=not args.no_ntk_sweep), "hessian": bench_hessian,
+               "training": bench_training,
                "chapters": lambda quick: bench_chapters(quick, scales)}
     for name, fn in runners.items():
         if name in sections:
             result[name] = fn(args.quick)
             result.setdefault("section_dates", {})[name] = result["date"]
+    if "ntk" in sections and args.note:
+        result["ntk"]["note"] = args.note
     if "chapters" in sections and args.book_times_from_build:
         result["chapters"] += chapter_times_from_build(Path(args.book_times_from_build))
     if args.with_make_test:
@@ -358,6 +620,8 @@ def main() -> None:
     out.parent.mkdir(parents=True, exist_ok=True)
     from ntkbook.records import atomic_write_bytes, atomic_write_json
 
+    if "ntk" in sections and "sweep" in result["ntk"]:
+        plot_ntk_sweep(result["ntk"]["sweep"], out.parent / NTK_FIGURE)
     atomic_write_json(out.with_suffix(".json"), result)
     atomic_write_bytes(out.with_suffix(".md"), (markdown(result) + "\n").encode())
     print(f"\nwrote {out.with_suffix('.json')} and {out.with_suffix('.md')}")

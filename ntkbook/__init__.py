@@ -6,7 +6,7 @@ The public contract (see the book's design guide):
 * :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``structured_ntk``, ``hessian``,
+Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``hessian``,
 ``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``,
 ``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``records``; imported on first use:
 ``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and ``reproductions``.
@@ -33,7 +33,6 @@ from . import (
     quadrature,
     reproduce,
     scales,
-    structured_ntk,
     sweep,
     tables,
     training,
@@ -74,7 +73,6 @@ __all__ = [
     "reproduce",
     "scales",
     "setup",
-    "structured_ntk",
     "sweep",
     "tables",
     "training",

@@ -6,6 +6,9 @@ import pytest
 import ntkbook as nb
 from conftest import reference_jacobian
 from ntkbook import kernels, models
+from ntkbook.models.conv import conv_net
+from ntkbook.models.densenet import densenet
+from ntkbook.models.resnet import resnet
 
 
 def pytree_model():
@@ -96,8 +99,9 @@ def test_ntk_validation():
         nb.empirical_ntk("model", params, x)
     with pytest.raises(TypeError, match="integer"):
         nb.empirical_ntk(model.apply, params, x, method="ntvp", batch_size=0.5)
-    with pytest.raises(ValueError, match="scalar-output"):
-        kernels.kernel_diagonal(lambda p, x: jnp.stack([model.apply(p, x)] * 2, 1), params, x)
+    y = jnp.arange(3.0)
+    with pytest.raises(ValueError, match="rows of x independently"):  # one row gives (3,), not (1,)
+        nb.empirical_ntk(lambda p, x: model.apply(p, x) - y, params, x, method="jacobian")
 
 
 def _structured_cases(dtype):
@@ -110,6 +114,12 @@ def _structured_cases(dtype):
         ("fixed output layer", *m.mlp(jax.random.key(2), (8,), input_dim=3, output_dim=3, train_output=False, dtype=dtype)),
         ("one hidden layer (Eq. 8)", *m.shallow_network(jax.random.key(3), 11, input_dim=3, dtype=dtype)),
         ("random features", *m.random_features(jax.random.key(4), 11, input_dim=3, dtype=dtype)),
+        ("LeCun mlp, bias, 3 outputs", *m.mlp(jax.random.key(7), (6, 5), input_dim=3, output_dim=3, use_bias=True,
+                                              parameterization="lecun", dtype=dtype)),
+        ("LeCun one hidden layer", *m.shallow_network(jax.random.key(8), 9, input_dim=3, parameterization="lecun",
+                                                      dtype=dtype)),
+        ("resnet (Eq. 80), 2 outputs", *resnet(jax.random.key(9), 6, 3, input_dim=3, output_dim=2, dtype=dtype)),
+        ("resnet, fixed output", *resnet(jax.random.key(12), 5, 2, input_dim=3, train_output=False, dtype=dtype)),
     ]
     base, p = m.mlp(jax.random.key(5), (8, 8), input_dim=3, output_dim=3, use_bias=True, dtype=dtype)
     cases.append(("softmax output", m.nonlinear_output(base, "softmax"), p))
@@ -118,7 +128,7 @@ def _structured_cases(dtype):
     return cases
 
 
-@pytest.mark.parametrize("case", range(7))
+@pytest.mark.parametrize("case", range(11))
 @pytest.mark.parametrize("precision", ["float32", "float64"])
 def test_structured_agrees_with_jacobian(case, precision):
     tol = {"float32": 1e-5, "float64": 1e-10}[precision]
@@ -135,13 +145,82 @@ def test_structured_agrees_with_jacobian(case, precision):
 
 
 def test_auto_picks_structured_only_for_dense_models():
-    from ntkbook import structured_ntk
-
     model, params = models.mlp(jax.random.key(0), (4,), input_dim=2)
-    assert structured_ntk.supports(model.apply)
-    assert not structured_ntk.supports(lambda p, x: model.apply(p, x))
-    assert not structured_ntk.supports(models.linearize(model.apply, params))
+    assert kernels.supports(model.apply)
+    assert not kernels.supports(lambda p, x: model.apply(p, x))
+    assert not kernels.supports(models.linearize(model.apply, params))
     with pytest.raises(ValueError, match="method='structured' needs apply_fn"):
         nb.empirical_ntk(lambda p, x: model.apply(p, x), params, jnp.ones((2, 2)), method="structured")
     with pytest.raises(ValueError, match=r"x must have shape \(n, 2\)"):
         nb.empirical_ntk(model.apply, params, jnp.ones((2, 3)), method="structured")
+
+
+@pytest.mark.parametrize("case", [0, 2, 5, 7, 9])
+def test_every_method_against_reference_jacobian(x64, case):
+    """All methods (ntvp with small batches and symmetry blocks) against the independent forward-mode
+    Jacobian of conftest, x2 ≠ x1 and x2 = x1, in float64."""
+    name, model, params = _structured_cases(jnp.float64)[case]
+    x1 = jax.random.normal(jax.random.key(20), (9, 3), jnp.float64)
+    x2 = jax.random.normal(jax.random.key(21), (4, 3), jnp.float64)
+    j1, j2 = reference_jacobian(model.apply, params, x1), reference_jacobian(model.apply, params, x2)
+    k = j1.shape[0] // 9
+    for b, jb, nb_ in ((x2, j2, 4), (None, j1, 9)):
+        ref = np.einsum("iap,jbp->ijab", j1.reshape(9, k, -1), jb.reshape(nb_, k, -1))
+        ref = ref[:, :, 0, 0] if k == 1 else ref
+        for method, batch in (("structured", None), ("jacobian", None), ("ntvp", 1), ("ntvp", None)):
+            got = nb.empirical_ntk(model.apply, params, x1, b, method=method, batch_size=batch)
+            np.testing.assert_allclose(got, ref, rtol=1e-11, atol=1e-12 * np.abs(ref).max(), err_msg=f"{name} {method}")
+        flat = nb.empirical_ntk(model.apply, params, x1, b, flat=True)
+        np.testing.assert_allclose(flat, j1 @ jb.T, rtol=1e-11, atol=1e-12 * np.abs(ref).max())
+    diag = kernels.kernel_diagonal(model.apply, params, x1)
+    rows = j1.reshape(9, k, -1)
+    ref_diag = np.einsum("iap,ibp->iab", rows, rows)
+    np.testing.assert_allclose(diag, ref_diag[:, 0, 0] if k == 1 else ref_diag, rtol=1e-11)
+    np.testing.assert_allclose(kernels.jacobian_matrix(model.apply, params, x1), j1, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("family", ["cnn", "densenet", "resnet"])
+def test_jacobian_and_ntvp_on_other_architectures(x64, family):
+    """CNN, DenseNet (no structured path) and ResNet: jacobian and ntvp against the reference, k = 1 and 3."""
+    if family == "cnn":
+        model, params = conv_net(jax.random.key(0), (2, 3), spatial=(5, 4), input_channels=2, output_dim=3,
+                                 dtype=jnp.float64)
+        x = jax.random.normal(jax.random.key(1), (6, 5, 4, 2), jnp.float64)
+    elif family == "densenet":
+        model, params = densenet(jax.random.key(0), (4, 3), input_dim=3, dtype=jnp.float64)
+        x = jax.random.normal(jax.random.key(1), (6, 3), jnp.float64)
+    else:
+        model, params = resnet(jax.random.key(0), 5, 3, input_dim=3, output_dim=3, dtype=jnp.float64)
+        x = jax.random.normal(jax.random.key(1), (6, 3), jnp.float64)
+    j = reference_jacobian(model.apply, params, x)
+    k = j.shape[0] // 6
+    ref = np.einsum("iap,jbp->ijab", j.reshape(6, k, -1), j.reshape(6, k, -1))
+    ref = ref[:, :, 0, 0] if k == 1 else ref
+    jx = reference_jacobian(model.apply, params, x[:2])
+    cross = np.einsum("iap,jbp->ijab", j.reshape(6, k, -1), jx.reshape(2, k, -1))
+    cross = cross[:, :, 0, 0] if k == 1 else cross
+    for method in ("jacobian", "ntvp", "auto"):
+        np.testing.assert_allclose(nb.empirical_ntk(model.apply, params, x, method=method), ref, rtol=1e-11,
+                                   atol=1e-12 * np.abs(ref).max(), err_msg=method)
+        np.testing.assert_allclose(nb.empirical_ntk(model.apply, params, x, x[:2], method=method), cross,
+                                   rtol=1e-11, atol=1e-12 * np.abs(ref).max(), err_msg=method)
+
+
+def test_layerwise_ntk_numpy_stays_float64():
+    """The structured formula on NumPy float64 signals (as the Hessian code has them) stays NumPy float64
+    and equals the brute-force sum of outer products."""
+    rng = np.random.default_rng(0)
+    a = [rng.normal(size=(3, 4)), rng.normal(size=(3, 5))]
+    d = [rng.normal(size=(3, 2, 5)), rng.normal(size=(3, 2, 6))]
+    last = rng.normal(size=(3, 6))
+    scales = [0.5, 0.25]
+    k = kernels.layerwise_ntk(a, d, scales=scales, bias=True, features1=last, feature_scale=0.3)
+    assert isinstance(k, np.ndarray) and k.dtype == np.float64 and k.shape == (3, 3, 2, 2)
+    def gradient(i, o):  # ∇ of output o at input i: per layer (c_l δ αᵀ, δ for the bias), then v
+        parts = []
+        for l_idx in range(2):
+            parts += [scales[l_idx] * np.outer(d[l_idx][i, o], a[l_idx][i]).ravel(), d[l_idx][i, o]]
+        return np.concatenate([*parts, 0.3 * np.outer(last[i], np.eye(2)[o]).ravel()])
+
+    grads = np.stack([gradient(i, o) for i in range(3) for o in range(2)])
+    np.testing.assert_allclose(k.transpose(0, 2, 1, 3).reshape(6, 6), grads @ grads.T, rtol=1e-13)

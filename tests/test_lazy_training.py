@@ -152,15 +152,6 @@ def test_gd_run_matches_closed_form_for_linear_model(x64):
     np.testing.assert_allclose(run["track"]["norm"][-1], np.linalg.norm(w), rtol=1e-12)
 
 
-def test_kernel_matrix_and_relative_change(x64):
-    model, params = mlp(jax.random.key(1), 7, input_dim=2, dtype=jnp.float64)
-    x, _ = lt.circle_data(4, dtype=jnp.float64)
-    jac = reference_jacobian(model.apply, params, x)
-    np.testing.assert_allclose(lt.kernel_matrix(model.apply, params, x), jac @ jac.T, rtol=1e-12)
-    k = jnp.eye(3)
-    np.testing.assert_allclose(lt.relative_kernel_change(2 * k, k), 1.0)
-
-
 def test_shallow_hessian_norm_against_dense(x64):
     from ntkbook.hessian import dense_spectral_norm
 

@@ -104,6 +104,10 @@ def write_bench_results(app) -> None:
     GENERATED.parent.mkdir(exist_ok=True)
     if not GENERATED.exists() or GENERATED.read_text() != text:
         GENERATED.write_text(text)
+    for figure in RESULTS.parent.glob("*.png"):  # figures the tables refer to as _generated/NAME.png
+        target = GENERATED.parent / figure.name
+        if not target.exists() or target.read_bytes() != figure.read_bytes():
+            target.write_bytes(figure.read_bytes())
 
 
 def setup(app):

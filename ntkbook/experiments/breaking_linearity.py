@@ -37,12 +37,13 @@ from .. import _validation as V
 from ..activations import Activation, get_activation
 from ..fitting import ci_position, power_law_fit
 from ..hessian import lanczos_fixed_steps
+from ..kernels import empirical_ntk, kernel_diagonal, relative_change
 from ..models.dense import MLP, mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..pytree import tree_dot, tree_max_abs, tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
-from .lazy_training import _fold, _stack, circle_data, gd_run, kernel_matrix, relative_kernel_change
+from .lazy_training import _fold, _stack, circle_data, gd_run
 
 Array = jax.Array
 PyTree = Any
@@ -247,10 +248,10 @@ def _nonlinear_width(keys, x, y, m, phi, steps, lr_factor, lanczos_steps):
         tilde = nonlinear_output(base, phi)
         f0 = base.apply(p0, x)
         d1, d2 = phi_derivatives(phi, f0)
-        k0 = kernel_matrix(base.apply, p0, x)
+        k0 = empirical_ntk(base.apply, p0, x)
         h = one_layer_hessian_norm(base, p0, x)
         ht = jax.lax.map(lambda xi: lanczos_fixed_steps(_output_at, p0, (tilde, xi), num_steps=lanczos_steps), x)
-        kt0 = kernel_matrix(tilde.apply, p0, x)
+        kt0 = empirical_ntk(tilde.apply, p0, x)
         run_t = gd_run(tilde.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(kt0)[-1], steps)
         run_f = gd_run(base.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(k0)[-1], steps)
         p1, q1 = run_t["params"], run_f["params"]
@@ -258,9 +259,9 @@ def _nonlinear_width(keys, x, y, m, phi, steps, lr_factor, lanczos_steps):
                    "hessian_tilde": ht["value"], "lanczos_residual": ht["residual"],
                    "eq29_bound": jnp.abs(d2) * jnp.diag(k0) - jnp.abs(d1) * h}
         delta = tree_sub(p1, p0)
-        run = {"kernel_change_tilde": relative_kernel_change(kernel_matrix(tilde.apply, p1, x), kt0),
-               "kernel_change_base_same_weights": relative_kernel_change(kernel_matrix(base.apply, p1, x), k0),
-               "kernel_change_linear_trained": relative_kernel_change(kernel_matrix(base.apply, q1, x), k0),
+        run = {"kernel_change_tilde": relative_change(empirical_ntk(tilde.apply, p1, x), kt0),
+               "kernel_change_base_same_weights": relative_change(empirical_ntk(base.apply, p1, x), k0),
+               "kernel_change_linear_trained": relative_change(empirical_ntk(base.apply, q1, x), k0),
                "max_weight_change": tree_max_abs(delta), "dist2": tree_norm(delta),
                "max_residual_tilde": jnp.max(jnp.abs(tilde.apply(p1, x) - y)),
                "max_residual_linear": jnp.max(jnp.abs(base.apply(q1, x) - y)),
@@ -535,13 +536,12 @@ def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, 
 def _ball_width(keys, m, x, radius, lanczos_steps):
     from ..pytree import random_direction, tree_axpy
 
-    def kernel(model, p):
-        g = jax.grad(_output_at)(p, model, x)
-        return tree_dot(g, g), g
+    def kernel(model, p):  # K(x, x) at the one input x
+        return kernel_diagonal(model.apply, p, x[None])[0]
 
     def one(key):
         model, p0 = bottleneck_network(key, m)
-        k0, g0 = kernel(model, p0)
+        k0, g0 = kernel(model, p0), jax.grad(_output_at)(p0, model, x)
         ghat = jax.tree_util.tree_map(lambda a: a / jnp.sqrt(k0), g0)
         u = random_direction(jax.random.fold_in(key, 1), p0)
         piece = bottleneck_pieces(p0, x[0])
@@ -553,7 +553,7 @@ def _ball_width(keys, m, x, radius, lanczos_steps):
 
         def measure(p):
             h = lanczos_fixed_steps(_output_at, p, (model, x), num_steps=lanczos_steps)
-            k, _ = kernel(model, p)
+            k = kernel(model, p)
             return {"hessian": h["value"], "lanczos_residual": h["residual"], "block": block_norm(p, x[0]),
                     "kernel": k, "kernel_change": jnp.abs(k - k0) / k0, "distance": tree_norm(tree_sub(p, p0))}
 
@@ -605,11 +605,11 @@ def bottleneck_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str,
 def _bottleneck_one(keys, x, y, m, mb, steps, lr_factor, lanczos_steps):
     def one(key):
         model, p0 = mlp(key, (m, mb, m), input_dim=x.shape[1], activation=("tanh", "identity", "tanh"))
-        k0 = kernel_matrix(model.apply, p0, x)
+        k0 = empirical_ntk(model.apply, p0, x)
         h = lanczos_fixed_steps(_output_at, p0, (model, x[0]), num_steps=lanczos_steps)
         run = gd_run(model.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(k0)[-1], steps)
         return {"hessian": h["value"], "lanczos_residual": h["residual"], "kernel": k0[0, 0],
-                "kernel_change": relative_kernel_change(kernel_matrix(model.apply, run["params"], x), k0),
+                "kernel_change": relative_change(empirical_ntk(model.apply, run["params"], x), k0),
                 "max_residual": jnp.max(jnp.abs(model.apply(run["params"], x) - y))}
 
     return jax.lax.map(one, keys)

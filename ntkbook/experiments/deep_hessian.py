@@ -63,6 +63,7 @@ import scipy.linalg
 from .. import _validation as V
 from .. import fitting
 from ..hessian import hessian_spectral_norm
+from ..kernels import layerwise_ntk
 from ..models import MLP, mlp
 from ..models.conv import ConvNet
 from ..models.resnet import ResNet
@@ -184,12 +185,11 @@ def _unit(t: Array) -> Array:
 def _frames(model, params, x) -> Frames:
     shifts = [jnp.zeros(layer["W"].shape[0], x.dtype) for layer in params["layers"]]
     (_, ins), g = jax.value_and_grad(lambda s: _forward(model, params, x, shifts=s), has_aux=True)(shifts)
-    kern = sum(jnp.sum(gl**2) * jnp.sum(a**2) / a.shape[0] for gl, a in zip(g, ins, strict=True))
-    if getattr(model, "use_bias", False):
-        kern = kern + sum(jnp.sum(gl**2) for gl in g)
-    if "v" in params:
-        last = _forward_last(model, params, x)
-        kern = kern + jnp.sum(last**2) / last.shape[0]
+    last = _forward_last(model, params, x) if "v" in params else None
+    kern = layerwise_ntk([a[None] for a in ins], [gl[None, None] for gl in g],
+                         scales=[1 / math.sqrt(a.shape[0]) for a in ins], bias=bool(getattr(model, "use_bias", False)),
+                         features1=None if last is None else last[None],
+                         feature_scale=1 / math.sqrt(model.widths[-1]))[0, 0, 0, 0]
     return Frames(tuple(_unit(a) for a in ins), tuple(_unit(gl) for gl in g), kern)
 
 
@@ -312,10 +312,12 @@ class BasePass(NamedTuple):
 
     @property
     def kernel(self) -> float:
-        """K_{(x,x)} = ‖∇_W f‖² = Σ_l ‖g_l‖²(‖α⁽ˡ⁻¹⁾‖²/n_l + 1[bias]) + ‖α⁽ᴸ⁾‖²/m_L·1[v trained]."""
-        k = sum(float(g @ g) * (float(a @ a) / a.size + (1.0 if self.bias else 0.0))
-                for g, a in zip(self.g, self.inputs, strict=True))
-        return k + (float(self.last @ self.last) / self.last.size if self.train_v else 0.0)
+        """K_{(x,x)} = ‖∇_W f‖² = Σ_l ‖g_l‖²(‖α⁽ˡ⁻¹⁾‖²/n_l + 1[bias]) + ‖α⁽ᴸ⁾‖²/m_L·1[v trained]
+        (:func:`ntkbook.kernels.layerwise_ntk` on this pass, float64)."""
+        return float(layerwise_ntk([a[None] for a in self.inputs], [g[None, None] for g in self.g],
+                                   scales=[1 / math.sqrt(a.size) for a in self.inputs], bias=self.bias,
+                                   features1=self.last[None] if self.train_v else None,
+                                   feature_scale=1 / math.sqrt(self.last.size))[0, 0, 0, 0])
 
 
 @partial(jax.jit, static_argnames=("act",))

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import _validation as V
 from ..fitting import power_law_fit
+from ..kernels import empirical_ntk
 from ..models import mlp
 from ..models.conv import conv_net
 from ..models.resnet import resnet
@@ -33,7 +34,6 @@ from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
 from .deep_hessian import (
     _single_input,
     ascend_hessian_norm,
-    base_pass,
     gd_checkpoints,
     hessian_norm,
     unit_scale_input,
@@ -41,29 +41,6 @@ from .deep_hessian import (
 
 Array = jax.Array
 PyTree = Any
-
-
-# ---------------------------------------------------------------------------------------------
-# Tangent kernel of a dense network on a batch (structured: no Jacobian)
-# ---------------------------------------------------------------------------------------------
-
-
-def kernel_matrix(model: Any, params: PyTree, xs: Any) -> np.ndarray:
-    """The n × n tangent kernel K(W) of an MLP/ResNet on inputs ``xs`` (n, d) from the layer structure,
-    K_ij = Σ_l ⟨g_l(x_i), g_l(x_j)⟩(⟨α⁽ˡ⁻¹⁾(x_i), α⁽ˡ⁻¹⁾(x_j)⟩/n_l + 1[bias]) + ⟨α⁽ᴸ⁾(x_i), α⁽ᴸ⁾(x_j)⟩/m_L·1[v trained]
-    (float64; one forward and backward pass per input, no Jacobian)."""
-    xs = np.asarray(V.array("xs", xs, ndim=2))
-    passes = [base_pass(model, params, x) for x in xs]
-    n = len(passes)
-    k = np.zeros((n, n))
-    for layer in range(len(passes[0].g)):
-        g = np.stack([p.g[layer] for p in passes])
-        a = np.stack([p.inputs[layer] for p in passes])
-        k += (g @ g.T) * (a @ a.T / a.shape[1] + (1.0 if passes[0].bias else 0.0))
-    if passes[0].train_v:
-        last = np.stack([p.last for p in passes])
-        k += last @ last.T / last.shape[1]
-    return k
 
 
 # ---------------------------------------------------------------------------------------------
@@ -124,7 +101,7 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         out["ascent_distance"].append(asc["distance"])
         out["ascent_kernel"].append(asc["kernel"])
         out["products"] += asc["products"]
-    k = kernel_matrix(model, params0, xs)
+    k = np.asarray(empirical_ntk(model.apply, params0, xs), np.float64)  # structured (MLP and ResNet)
     lr = xs.shape[0] / float(np.linalg.eigvalsh(k)[-1])
     gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings.gd_steps,
                         checkpoints=settings.gd_checkpoints)
@@ -367,7 +344,6 @@ __all__ = [
     "ball_sweep",
     "ball_table",
     "digit_image",
-    "kernel_matrix",
     "min_width_sweep",
     "relu_versus_smooth",
     "segment_defect",

@@ -33,6 +33,7 @@ import numpy as np
 from .. import _validation as V
 from ..activations import Activation
 from ..fitting import PowerLawFit, log_factor_allowance
+from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
@@ -64,23 +65,6 @@ def circle_data(num_inputs: int, *, radius: float = 3.0, frequency: int = 2,
     theta = jnp.pi * jnp.arange(n, dtype=dtype) / n
     x = radius * jnp.stack([jnp.cos(theta), jnp.sin(theta)], axis=1)
     return x.astype(dtype), jnp.cos(frequency * theta).astype(dtype)
-
-
-def jacobian_matrix(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array) -> Array:
-    """J ∈ ℝ^{n×P}: row i is ∇_w f(w; xᵢ) flattened (leaf order).  Scalar-output models only."""
-    jac = jax.jacrev(lambda p: apply_fn(p, x))(params)
-    return jnp.concatenate([leaf.reshape(x.shape[0], -1) for leaf in jax.tree_util.tree_leaves(jac)], axis=1)
-
-
-def kernel_matrix(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array) -> Array:
-    """K = J Jᵀ (n × n) from the Jacobian — a pure function, usable inside ``vmap``/``scan``."""
-    j = jacobian_matrix(apply_fn, params, x)
-    return jnp.matmul(j, j.T, precision=HIGHEST)
-
-
-def relative_kernel_change(k: Array, k0: Array) -> Array:
-    """‖K − K₀‖_F / ‖K₀‖_F (the ΔK of the paper's Section 6), for stacked kernels too."""
-    return jnp.linalg.norm(k - k0, axis=(-2, -1)) / jnp.linalg.norm(k0, axis=(-2, -1))
 
 
 def gd_run(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, lr: Any, steps: int,
@@ -233,7 +217,7 @@ def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: 
 def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
     def one(key):
         model, p0 = shallow_network(key, m, input_dim=x.shape[1], activation=activation)
-        k0 = kernel_matrix(model.apply, p0, x)
+        k0 = empirical_ntk(model.apply, p0, x)
         lam = jnp.linalg.eigvalsh(k0)
         lr = lr_factor / lam[-1]
         run = gd_run(model.apply, p0, x, y, lr, steps)
@@ -245,7 +229,7 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
         act = model.activation
         g_seg = segment_gradient_sup(model, p0, p1, x, points=points)
         g_glob = act.lipschitz * jnp.linalg.norm(xt, axis=1)
-        k1 = kernel_matrix(model.apply, p1, x)
+        k1 = empirical_ntk(model.apply, p1, x)
         hess = shallow_hessian_norm(model, p0, x)
         a = jnp.linalg.norm(f0 - y)
         b = jnp.max(hess / jnp.diag(k0))
@@ -256,7 +240,7 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
             "eq2_bound": jnp.max((gap0 - res1) / g_seg),
             "eq2_bound_global": jnp.max((gap0 - res1) / g_glob),
             "max_residual": jnp.max(res1),
-            "kernel_change": relative_kernel_change(k1, k0),
+            "kernel_change": relative_change(k1, k0),
             "lambda_min": lam[0],
             "lambda_max": lam[-1],
             "A": a,
@@ -321,11 +305,11 @@ def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
         f_alpha = centered(model.apply, p0, alpha)
         # Eq. (4) factorization: B of f̄ (its Hessian/gradient are those of f)
         hess = shallow_hessian_norm(model, p0, x)
-        k0 = kernel_matrix(model.apply, p0, x)
+        k0 = empirical_ntk(model.apply, p0, x)
         b = jnp.max(hess / jnp.diag(k0))
         a = jnp.linalg.norm(f_bar(p0, x) - y / alpha)
         # Chizat's factors of αf̄ itself, by autodiff (dense Hessians: this width is small)
-        ka = kernel_matrix(f_alpha, p0, x)
+        ka = empirical_ntk(f_alpha, p0, x)
         shape = p0["w"].shape
         ha = jax.vmap(lambda xi: _dense_hessian_norm(lambda w: f_alpha({"w": w.reshape(shape)}, xi[None])[0],
                                                      p0["w"].ravel()))(x)
@@ -333,10 +317,10 @@ def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
         b_direct = jnp.max(ha / jnp.diag(ka))
         lam = jnp.linalg.eigvalsh(ka)
         run = gd_run(f_alpha, p0, x, y, lr_factor / lam[-1], steps)
-        k1 = kernel_matrix(f_alpha, run["params"], x)
+        k1 = empirical_ntk(f_alpha, run["params"], x)
         return {"A": a, "B": b, "kappa": a * b, "A_direct": a_direct, "B_direct": b_direct,
                 "kappa_direct": a_direct * b_direct, "dist2": tree_norm(tree_sub(run["params"], p0)),
-                "kernel_change": relative_kernel_change(k1, ka), "final_loss": run["loss"][-1]}
+                "kernel_change": relative_change(k1, ka), "final_loss": run["loss"][-1]}
 
     return jax.vmap(one)(keys)
 
@@ -533,7 +517,7 @@ def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos
     from ..hessian import lanczos_fixed_steps
 
     def measure(model, params):
-        k0 = kernel_matrix(model.apply, params, x)
+        k0 = empirical_ntk(model.apply, params, x)
         lam = jnp.linalg.eigvalsh(k0)[-1]
         h = lanczos_fixed_steps(_output_at, params, (model, x[0]), num_steps=lanczos_steps)
         p1 = gd_run(model.apply, params, x, y, lr_factor / lam, steps)["params"]

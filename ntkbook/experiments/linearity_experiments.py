@@ -62,7 +62,7 @@ from .. import _validation as V
 from ..activations import swish
 from ..data.gaussian_classes import LabelledData, gaussian_classes
 from ..fitting import PowerLawFit, power_law_fit
-from ..kernels import empirical_ntk, flatten_ntk
+from ..kernels import empirical_ntk
 from ..models import MLP, mlp, nonlinear_output
 from ..parallel import shard_runs, unpad
 from ..training import gd_with_kernel_tracking, record_schedule
@@ -216,7 +216,7 @@ def _init_stack(model: MLP, salt: Array, seeds: Array) -> PyTree:
 
 def logit_kernels(model: MLP, params: PyTree, x: Array) -> np.ndarray:
     """K_f(w₀) of every run, flattened: (R, N·k, N·k) (structured per-layer kernels)."""
-    fn = jax.vmap(lambda p: flatten_ntk(empirical_ntk(model.apply, p, x)))
+    fn = jax.vmap(lambda p: empirical_ntk(model.apply, p, x, flat=True))
     return np.asarray(fn(params), dtype=np.float64)
 
 

@@ -6,8 +6,8 @@ The model (Eq. 1.1) is f(x; W) = vᵀφ(Wx) with W ∈ ℝ^{k×d} trained and v 
 half of the entries of v equal to +‖y‖/√(kn) and the other half to −‖y‖/√(kn) (one zero when k is
 odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i) − y_i)² (Eq. 2.1, no 1/n).
 
-* :func:`output_weights`, :func:`network`, :func:`jacobian`, :func:`jacobian_gram` — the model and
-  its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
+* :func:`output_weights`, :func:`network`, :func:`tangent_model`, :func:`jacobian`, :func:`jacobian_gram` — the
+  model and its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
 * :func:`jacobian_spectrum_vs_k` — Lemmas 6.6 and 6.7 across widths;
 * :func:`jacobian_lipschitz` — Lemma 6.8 on random pairs;
 * :func:`random_features_vs_k` — Theorem 3.2;
@@ -36,6 +36,8 @@ from .. import khatri_rao as kr
 from ..activations import constants, get_activation
 from ..data.sphere import uniform_sphere
 from ..fitting import fit_geometric_rate
+from ..kernels import empirical_ntk, jacobian_matrix
+from ..models import ShallowNetwork
 from ..progress import progress
 
 Array = jax.Array
@@ -67,19 +69,24 @@ def network(w: Array, x: Array, v: Array, activation: str) -> Array:
     return get_activation(activation).fn(x @ w.T) @ v
 
 
-def jacobian(w: Array, x: Array, v: Array, activation: str) -> Array:
-    """J(W) ∈ ℝ^{n×kd}, block ℓ = v_ℓ diag(φ'(Xw_ℓ)) X (Section 6.1), columns ordered like vect(W).
+def tangent_model(v: Array, input_dim: int, activation: str) -> ShallowNetwork:
+    """The network of Eq. (1.1) as a model: one hidden layer, trainable W, fixed output weights v, no
+    1/√fan-in factors — the LeCun-parameterized :class:`~ntkbook.models.dense.ShallowNetwork`, whose
+    ``apply({"w": W}, X)`` is φ(XWᵀ)v.  Its tangent kernel is the Jacobian Gram J(W)J(W)ᵀ of Section 6.1."""
+    return ShallowNetwork(v=v, activation=get_activation(activation), input_dim=int(input_dim),
+                          parameterization="lecun")
 
-    φ' is the registry's closed form (:meth:`ntkbook.activations.Activation.prime`), 1{z ≥ 0} for ReLU
-    (the paper's generalized derivative)."""
-    d = get_activation(activation).prime(x @ w.T) * v[None, :]  # (n, k)
-    return (d[:, :, None] * x[:, None, :]).reshape(x.shape[0], -1)
+
+def jacobian(w: Array, x: Array, v: Array, activation: str) -> Array:
+    """J(W) ∈ ℝ^{n×kd}, block ℓ = v_ℓ diag(φ'(Xw_ℓ)) X (Section 6.1), columns ordered like vect(W)
+    (:func:`ntkbook.kernels.jacobian_matrix` of :func:`tangent_model`)."""
+    return jacobian_matrix(tangent_model(v, x.shape[1], activation).apply, {"w": w}, x)
 
 
 def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
-    """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n) — never forms J."""
-    d = get_activation(activation).prime(x @ w.T) * v[None, :]
-    return (d @ d.T) * (x @ x.T)
+    """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n): the tangent kernel of
+    :func:`tangent_model` (:func:`ntkbook.empirical_ntk`, structured path — J is never formed)."""
+    return empirical_ntk(tangent_model(v, x.shape[1], activation).apply, {"w": w}, x)
 
 
 def _eig_extremes(a: np.ndarray) -> tuple[float, float]:

@@ -22,11 +22,12 @@ import numpy as np
 from .. import _validation as V
 from ..activations import Activation
 from ..fitting import fit_geometric_rate
+from ..kernels import empirical_ntk, relative_change
 from ..models.dense import mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from .breaking_linearity import PHI, phi_derivatives
-from .lazy_training import _fold, circle_data, gd_run, kernel_matrix, relative_kernel_change
+from .lazy_training import _fold, circle_data, gd_run
 
 Array = jax.Array
 
@@ -63,18 +64,18 @@ def _theorem_5_1_width(keys, x, y, m, phi, steps, lr_factor):
     def one(key):
         base, p0 = mlp(key, m, input_dim=x.shape[1])
         tilde = nonlinear_output(base, phi)
-        k0 = kernel_matrix(base.apply, p0, x)
+        k0 = empirical_ntk(base.apply, p0, x)
         d0 = phi_derivatives(phi, base.apply(p0, x))[0]
         kt0 = d0[:, None] * k0 * d0[None, :]
 
         def track(p):
-            k = kernel_matrix(base.apply, p, x)
+            k = empirical_ntk(base.apply, p, x)
             d1 = phi_derivatives(phi, base.apply(p, x))[0]
             kt = d1[:, None] * k * d1[None, :]  # Eq. (27), off-diagonal form
             ev_t = jnp.linalg.eigvalsh(kt)
             return {"lambda_min_tilde": ev_t[0], "lambda_max_tilde": ev_t[-1],
                     "lambda_min_base": jnp.linalg.eigvalsh(k)[0], "rho": jnp.min(jnp.abs(d1)),
-                    "change_tilde": relative_kernel_change(kt, kt0), "change_base": relative_kernel_change(k, k0)}
+                    "change_tilde": relative_change(kt, kt0), "change_base": relative_change(k, k0)}
 
         lr = lr_factor / (phi.lipschitz**2 * jnp.linalg.eigvalsh(k0)[-1])
         run = gd_run(tilde.apply, p0, x, y, lr, steps, track=track)

@@ -68,11 +68,6 @@ def symbolic_examples() -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------
 
 
-def _kernels_on_path(apply_fn, path, x) -> Array:
-    """The (n, n) kernel at every point of a stacked path (leading axis = points)."""
-    return jax.lax.map(lambda p: empirical_ntk(apply_fn, p, x, method="jacobian"), path)
-
-
 def _straight_path(params, direction, radii):
     return jax.vmap(lambda t: tree_axpy(t, direction, params))(radii)
 
@@ -114,7 +109,7 @@ def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dic
         gd, losses = gradient_descent_path(apply_fn, params, x, y, lr=lr, steps=steps)
         out[name] = {}
         for path_name, path in (("straight line", line), ("gradient descent", gd)):
-            ks = _kernels_on_path(apply_fn, path, x)
+            ks = jax.lax.map(lambda p, f=apply_fn: empirical_ntk(f, p, x, method="jacobian"), path)
             change = jax.vmap(lambda k, k0=k0: relative_change(k, k0))(ks)
             dist = jax.vmap(lambda p, p0=params: tree_norm(tree_sub(p, p0)))(path)
             out[name][path_name] = {"distance": np.asarray(dist), "change": np.asarray(change)}
