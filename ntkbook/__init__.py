@@ -3,10 +3,12 @@
 The public contract (see the book's design guide):
 
 * :func:`empirical_ntk` — empirical tangent kernels (Eq. 1 of Liu, Zhu & Belkin 2020);
-* :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
+* :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos (any method
+  of the one eigen-solver front end :func:`ntkbook.eigen.extreme_eigenpairs`);
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``hessian``, ``norms``,
+Submodules: ``models``, ``activations``, ``kernels``, ``structured_ntk``, ``eigen``, ``hessian``,
+``hessian_compressed``, ``norms``,
 ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``gaussian``, ``plotting``, ``tables``,
 ``pytree``, ``progress``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
 chapter), ``data`` and ``reproductions``.
@@ -20,9 +22,11 @@ from typing import Any
 from . import (
     activations,
     claims,
+    eigen,
     fitting,
     gaussian,
     hessian,
+    hessian_compressed,
     kernels,
     models,
     norms,
@@ -54,10 +58,12 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "activations",
     "claims",
+    "eigen",
     "empirical_ntk",
     "fitting",
     "gaussian",
     "hessian",
+    "hessian_compressed",
     "hessian_spectral_norm",
     "kernels",
     "models",

@@ -42,6 +42,7 @@ from typing import Any
 import numpy as np
 
 from . import _validation as V
+from . import eigen
 
 # ---------------------------------------------------------------------------------------------
 # Activations with closed-form derivatives (NumPy, float64)
@@ -373,11 +374,9 @@ def output_feature_covariance(x: Any, activation: str | CovarianceActivation, *,
 
 
 def lambda_min(a: Any) -> float:
-    """Smallest eigenvalue of a symmetric matrix (symmetrized first), float64."""
-    from scipy import linalg
-
+    """Smallest eigenvalue of a symmetric matrix (symmetrized first), float64 (:func:`ntkbook.eigen.lambda_min`)."""
     a = V.numpy_array("a", a, ndim=2)
-    return float(linalg.eigvalsh(0.5 * (a + a.T), subset_by_index=[0, 0])[0])
+    return float(eigen.lambda_min(a))
 
 
 def network_eigenvalue(x: Any, activation: str | CovarianceActivation, **kw: Any) -> float:

@@ -38,6 +38,7 @@ import numpy as np
 from .. import _validation as V
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
+from ..eigen import lambda_max
 from ..models import MLP, mlp
 from ..models.densenet import DenseNet, densenet
 
@@ -189,7 +190,7 @@ def mean_abs_cos(gram: Any) -> Array:
 
 def frame_constant(gram: Any) -> Array:
     """λ_max of the cosine matrix, per input: the constant in Σᵢ((θ−θ₀)ᵀnᵢ)² ≤ λ_max‖θ−θ₀‖² (Eq. 18 assumes 1)."""
-    return jnp.linalg.eigvalsh(cosine_matrix(gram))[..., -1]
+    return lambda_max(cosine_matrix(gram))
 
 
 @cache
