@@ -47,8 +47,10 @@ norms of Chapter 3.  One result type, :class:`EigenResult`, whatever the method.
   value, so the value is to be trusted only if the residual is small — :func:`refine_unconverged`
   recomputes those that are not with an adaptive method.
 
-Random start vectors are drawn from an explicit PRNG key (``jax.random.key(0)`` by default), so
-results never depend on the process's history, timing or load.
+Random start vectors are drawn from explicit seeds — on the device from a PRNG key (``jax.random.key(0)``
+by default) for the JAX methods, on the host from ``numpy.random.default_rng`` (seed 0 by default, or
+drawn from the key) for ARPACK — so results never depend on the process's history, timing or load
+(ARPACK's own random start, whose seed persists between calls in a process, is never used).
 """
 
 from __future__ import annotations
@@ -226,7 +228,8 @@ def extreme_eigenpairs(
         basis_size: Krylov basis size (Lanczos: before a thick restart, default 32; ARPACK: ncv,
             default 24, or 12 from a given ``start``).
         num_steps: Lanczos steps of ``"fixed"``.
-        key: PRNG key of the random start vector (default ``jax.random.key(0)``).
+        key: PRNG key of the random start vector (default: ``jax.random.key(0)`` for the JAX methods, seed 0
+            of ``numpy.random.default_rng`` for ARPACK).
         start: a start vector shaped like the operator's template (e.g. the eigenvector of a nearby
             operator — a warm start along a path) instead of a random one.
         vectors: compute the eigenvector (``"dense"`` only; the iterative methods always do).
@@ -256,7 +259,6 @@ def extreme_eigenpairs(
         op = _matrix_operator(a)
     if method == "dense":
         return _dense_operator(op, which, vectors)
-    key = jax.random.key(0) if key is None else key
     start_flat = _start(op, start, key, method)
     if method == "fixed":
         return lanczos_fixed(op.matvec, op.template, op.operands, num_steps=num_steps, which=which, key=key,
@@ -293,31 +295,40 @@ def _matrix_operator(a: Any) -> SymmetricOperator:
     return SymmetricOperator(_sym_matvec, jnp.zeros(a.shape[0], a.dtype), (a,))
 
 
-def _start(op: SymmetricOperator, start: Any, key: Array, method: str) -> Any:
-    """The unit start vector as a flat array (JAX for the JAX backend, float64 NumPy otherwise)."""
+def _start(op: SymmetricOperator, start: Any, key: Array | None, method: str) -> Any:
+    """The start vector as a flat array.
+
+    ``"lanczos"``/``"fixed"``: a unit JAX vector, N(0, 1) entries drawn on the device from ``key``
+    (default ``jax.random.key(0)``).  ``"arpack"`` runs on the host and takes a float64 NumPy vector
+    (not normalized: ARPACK normalizes it): a given start as it is, else N(0, 1) entries from
+    ``numpy.random.default_rng(seed)``, seed 0 by default or drawn from ``key``.
+    """
     n = op.size
+    if start is None:
+        if method == "fixed":
+            return None
+        if method == "arpack":
+            seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**31 - 1))
+            return np.random.default_rng(seed).standard_normal(n)
+        spec = flat_spec(op.template)
+        v = jax.random.normal(jax.random.key(0) if key is None else key, (spec.size,), spec.dtype)
+        return v / jnp.linalg.norm(v)
     if op.backend == "numpy":
-        if start is None:
-            v = np.asarray(jax.random.normal(key, (n,), jnp.result_type(float)), dtype=np.float64)
-            return v / np.linalg.norm(v)
         v = V.numpy_array("start", start, ndim=1)
         if v.shape != (n,):
             raise ValueError(f"start must be a flat vector of length {n}, got shape {v.shape}")
         if not np.any(v):
             raise ValueError("start must be a non-zero vector")
-        return v / np.linalg.norm(v)
+        return v
     spec = flat_spec(op.template)
-    if start is None:
-        if method == "fixed":
-            return None
-        v = jax.random.normal(key, (spec.size,), spec.dtype)
-        return v / jnp.linalg.norm(v)
     if jax.tree_util.tree_structure(start) != spec.treedef:
         raise ValueError("start must have the same pytree structure as the operator's template (params)")
     V.pytree_of_arrays("start", start)
     v = spec.ravel(start)
     if not V.is_tracer(v) and float(jnp.linalg.norm(v)) == 0.0:
         raise ValueError("start must be a non-zero vector")
+    if method == "arpack":
+        return np.asarray(v, dtype=np.float64)
     return v / jnp.linalg.norm(v)
 
 
@@ -374,8 +385,11 @@ def _dense_host(a: np.ndarray, which: str, vectors: bool) -> EigenResult:
 
 
 def _dense_traced(a: Array, which: str, vectors: bool) -> EigenResult:
-    """The dense path inside ``jit``/``vmap`` (batched over leading axes), in the dtype of ``a``."""
-    a = 0.5 * (a + jnp.swapaxes(a, -1, -2))
+    """The dense path inside ``jit``/``vmap`` (batched over leading axes), in the dtype of ``a``.
+
+    ``jnp.linalg.eigh`` symmetrizes its input itself, (A + Aᵀ)/2; symmetrizing here as well would change
+    how XLA fuses the expression that produced ``a`` and so its float32 rounding.
+    """
     theta, s = jnp.linalg.eigh(a)
     lo, hi = theta[..., 0], theta[..., -1]
     if which == "LA":
@@ -389,6 +403,7 @@ def _dense_traced(a: Array, which: str, vectors: bool) -> EigenResult:
     u, residual = None, jnp.full(lo.shape, jnp.nan, a.dtype)
     if vectors:
         u = jnp.take_along_axis(s, idx[..., None, None], axis=-1)[..., 0]
+        a = 0.5 * (a + jnp.swapaxes(a, -1, -2))
         r = jnp.einsum("...ij,...j->...i", a, u, precision=HIGHEST) - eig[..., None] * u
         scale = jnp.where(eig != 0, jnp.abs(eig), jnp.max(jnp.abs(a), axis=(-2, -1)))
         residual = jnp.linalg.norm(r, axis=-1) / jnp.where(scale > 0, scale, 1)

@@ -238,7 +238,8 @@ def hessian_spectral_norm(
         basis_size: Krylov basis size (Lanczos default 32, memory k·P; ARPACK ncv default 24, or 12
             from a warm ``start``).
         num_steps: steps of ``method="fixed"``.
-        key: PRNG key for the random start vector (default ``jax.random.key(0)``).
+        key: PRNG key for the random start vector (default ``jax.random.key(0)``; ARPACK draws its start
+            from ``numpy.random.default_rng``, seed 0 by default or drawn from ``key``).
         start: a start vector with the structure of ``params`` instead of a random one — e.g. the
             eigenvector found at a nearby point, which saves products along a path (compressed first
             for the compressed operators; ignored if it has no component in the range).
@@ -309,6 +310,7 @@ def _full(fn: ScalarFn, params: PyTree, args: tuple, method: str, start: PyTree 
     """The eigen-solver on Hessian-vector products over all of ``params``."""
     if method == "dense":
         h = dense_hessian(fn, params, *args)
+        h = 0.5 * (h + h.T)  # autodiff Hessians are symmetric up to rounding
         spec = flat_spec(params)
         res = extreme_eigenpairs(h, which="LM", method="dense")
         count = spec.size if not V.is_tracer(h) else jnp.asarray(spec.size, jnp.int32)

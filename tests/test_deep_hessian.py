@@ -10,8 +10,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import reference_jacobian
 import ntkbook as nb
+from conftest import reference_jacobian
 from ntkbook import hessian, models, scales
 from ntkbook import hessian_compressed as hc
 from ntkbook.experiments import deep_hessian as dh

@@ -59,8 +59,9 @@ def _remainder(family: SubModelFamily, w: Array, x: Array, delta: Array) -> Arra
 
 
 def _reduced_hessian(family: SubModelFamily, w: Array, x: Array, q_basis: Array) -> Array:
-    """Q H_g(w) Qᵀ (q × q): the Hessian restricted to the active subspace (same norm as H_g)."""
-    return dense_hessian(lambda t: family.apply_one(w + t @ q_basis, x), jnp.zeros(q_basis.shape[0], w.dtype))
+    """Q H_g(w) Qᵀ (q × q), symmetrized: the Hessian restricted to the active subspace (same norm as H_g)."""
+    h = dense_hessian(lambda t: family.apply_one(w + t @ q_basis, x), jnp.zeros(q_basis.shape[0], w.dtype))
+    return 0.5 * (h + h.T)
 
 
 def _project_ball(t: Array, radius: float) -> Array:
