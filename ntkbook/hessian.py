@@ -259,8 +259,7 @@ def hessian_spectral_norm(
     _check_scalar_fn(fn, params, args)
     options = {"tol": tol, "max_iter": max_iter, "basis_size": basis_size, "num_steps": num_steps, "key": key}
     model = fn.model if isinstance(fn, AtInput) else None
-    dense_model = isinstance(model, (hc.MLP, hc.ResNet)) and getattr(model, "parameterization", "ntk") == "ntk" \
-        and model.output_dim == 1 and fn.output is None
+    dense_model = isinstance(fn, AtInput) and fn.output is None and hc.supports(model)
     if operator == "auto":
         if not dense_model:
             operator = "full"

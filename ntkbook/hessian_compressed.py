@@ -68,6 +68,15 @@ def check_dense_model(model: Any) -> None:
         raise ValueError(f"the chapter's Hessian is that of a scalar output; model has output_dim={model.output_dim}")
 
 
+def supports(model: Any) -> bool:
+    """Whether this module handles ``model``: an NTK-parameterized MLP or ResNet with one output."""
+    try:
+        check_dense_model(model)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def single_input(model: Any, x: Any) -> Array:
     """One input as a 1-d array (d,) for dense models, (*spatial, c) for CNNs (validated)."""
     if isinstance(model, ConvNet):
@@ -468,4 +477,5 @@ __all__ = [
     "lift",
     "lift_flat",
     "single_input",
+    "supports",
 ]

@@ -132,7 +132,7 @@ def test_validation():
 
 
 def test_large_problem_path(x64, monkeypatch):
-    """The path used for P ≥ CHUNK_MAX_PARAMS (one step per round trip, bucketed rows), on a small P."""
+    """The path used for P ≥ eigen.CHUNK_MAX_SIZE (one step per round trip, bucketed rows), on a small P."""
     monkeypatch.setattr(eigen, "CHUNK_MAX_SIZE", 0)
     fn, params = _mlp_fn(13, (25, 20))
     ref = hessian.dense_spectral_norm(fn, params)
