@@ -3,13 +3,15 @@
 The public contract (see the book's design guide):
 
 * :func:`empirical_ntk` — empirical tangent kernels (Eq. 1 of Liu, Zhu & Belkin 2020);
-* :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos;
+* :func:`hessian_spectral_norm` — matrix-free ‖H‖ by Hessian-vector products and Lanczos (any method
+  of the one eigen-solver front end :func:`ntkbook.eigen.extreme_eigenpairs`);
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
-Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``hessian``,
-``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``,
-``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``records``; imported on first use:
-``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and ``reproductions``.
+Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``eigen``, ``hessian``,
+``hessian_compressed``, ``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``,
+``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``records``;
+imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and
+``reproductions``.
 """
 
 from __future__ import annotations
@@ -21,8 +23,10 @@ from . import (
     activations,
     claims,
     covariance,
+    eigen,
     fitting,
     hessian,
+    hessian_compressed,
     kernels,
     khatri_rao,
     models,
@@ -57,9 +61,11 @@ __all__ = [
     "activations",
     "claims",
     "covariance",
+    "eigen",
     "empirical_ntk",
     "fitting",
     "hessian",
+    "hessian_compressed",
     "hessian_spectral_norm",
     "kernels",
     "khatri_rao",

@@ -55,10 +55,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import linalg
 
 from . import _validation as V
-from . import quadrature
+from . import eigen, quadrature
 from .activations import Activation, constants, get_activation, hermite_coefficients
 from .khatri_rao import sigma_min_power
 
@@ -155,9 +154,9 @@ def output_feature_covariance(x: Any, activation: str | Activation, *, method: s
 
 
 def lambda_min(a: Any) -> float:
-    """Smallest eigenvalue of a symmetric matrix (symmetrized first), float64."""
+    """Smallest eigenvalue of a symmetric matrix (symmetrized first), float64 (:func:`ntkbook.eigen.lambda_min`)."""
     a = V.numpy_array("a", a, ndim=2)
-    return float(linalg.eigvalsh(0.5 * (a + a.T), subset_by_index=[0, 0])[0])
+    return float(eigen.lambda_min(a))
 
 
 def network_eigenvalue(x: Any, activation: str | Activation, **kw: Any) -> float:

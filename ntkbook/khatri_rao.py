@@ -26,9 +26,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from scipy import linalg
 
 from . import _validation as V
+from .eigen import lambda_min
 
 
 def khatri_rao(a: Any, b: Any) -> np.ndarray:
@@ -69,11 +69,6 @@ def hadamard_gram(x: Any, r: int = 2) -> np.ndarray:
     return (x @ x.T) ** r
 
 
-def _lambda_min(g: np.ndarray) -> float:
-    g = 0.5 * (g + g.T)
-    return float(linalg.eigvalsh(g, subset_by_index=[0, 0])[0])
-
-
 def gram_resolution(g: np.ndarray) -> float:
     """16·n·ε·‖G‖_∞ (≥ 16·n·ε·‖G‖₂ for symmetric G): eigenvalues of a computed n×n Gram matrix below
     this are rounding noise (backward error of the symmetric eigensolver, with a safety factor)."""
@@ -82,7 +77,7 @@ def gram_resolution(g: np.ndarray) -> float:
 
 def _sigma2(g: np.ndarray) -> float:
     """λ_min(G) as σ²_min, set to 0 when it is below :func:`gram_resolution` (unresolved)."""
-    lam = _lambda_min(g)
+    lam = float(lambda_min(g))  # float64, symmetrized (ntkbook.eigen)
     return lam if lam > gram_resolution(g) else 0.0
 
 

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validation as V
+from .eigen import lambda_max
 
 Array = jax.Array
 PyTree = Any
@@ -40,7 +41,7 @@ def step_size_from_kernel(kernel: Any, n: int, *, factor: float = 1.0) -> float:
     k = V.numpy_array("kernel", kernel, ndim=2)
     factor = V.positive_float("factor", factor)
     n = V.positive_int("n", n)
-    lam = float(np.linalg.eigvalsh(0.5 * (k + k.T))[-1])
+    lam = float(lambda_max(k))  # dense, symmetrized, float64 (ntkbook.eigen)
     if lam <= 0:
         raise ValueError("kernel has no positive eigenvalue: the model does not move under gradient descent")
     return factor * n / lam

@@ -71,7 +71,7 @@ def test_nonlinear_output_sweep_small():
 def test_eq30_tensor_and_limit():
     w = jax.random.normal(jax.random.key(6), (20,))
     act = bl.get_activation("tanh")
-    t = bl.second_derivative_tensor(w, 0.7, act)
+    t = bl.eq30_tensor(w, 0.7, act)
     assert t.shape == (1, 1, 20)
     np.testing.assert_allclose(t.ravel(), np.asarray(w) ** 2 * np.asarray(act.derivative(w * 0.7, 2)), rtol=1e-5)
     mean, sd = bl.eq30_limit(bl.get_activation("quadratic"), 0.7)

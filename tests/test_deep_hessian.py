@@ -10,7 +10,9 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+import ntkbook as nb
 from ntkbook import hessian, models, scales
+from ntkbook import hessian_compressed as hc
 from ntkbook.experiments import deep_hessian as dh
 from ntkbook.experiments import deep_hessian_ball as db
 from ntkbook.models.conv import conv, conv_net
@@ -49,8 +51,8 @@ CASES = [("mlp", {}), ("mlp", {"train_output": False}), ("mlp", {"use_bias": Tru
 def test_compressed_hessian_has_the_nonzero_spectrum_of_the_dense_hessian(x64, kind, kw):
     model, params, x = _net(kind, seed=1, **kw)
     full = np.asarray(hessian.dense_hessian(_full_fn(model, x), params), dtype=np.float64)
-    comp = dh.compressed_hessian(model, params, x)
-    assert comp.shape == (dh.compressed_dimension(model, params),) * 2
+    comp = hc.compressed_hessian(model, params, x)
+    assert comp.shape == (hc.compressed_dimension(model, params),) * 2
     assert comp.shape[0] < full.shape[0]
     scale = np.abs(np.linalg.eigvalsh(full)).max()
     a = _nonzero_sorted(np.linalg.eigvalsh(0.5 * (full + full.T)), 1e-9 * scale)
@@ -61,10 +63,10 @@ def test_compressed_hessian_has_the_nonzero_spectrum_of_the_dense_hessian(x64, k
 @pytest.mark.parametrize("kind,kw", CASES)
 def test_handwritten_hvp_equals_autodiff_compressed_hessian(x64, kind, kw):
     model, params, x = _net(kind, seed=2, **kw)
-    comp = dh.compressed_hessian(model, params, x)
-    bp = dh.base_pass(model, params, x)
+    comp = hc.compressed_hessian(model, params, x)
+    bp = hc.base_pass(model, params, x)
     t = np.random.default_rng(0).standard_normal(comp.shape[0])
-    np.testing.assert_allclose(dh.compressed_hvp(bp, t), comp @ t, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(hc.compressed_hvp(bp, t), comp @ t, rtol=1e-10, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind,kw", CASES)
@@ -72,46 +74,48 @@ def test_frames_and_base_pass_kernel_is_squared_gradient_norm(x64, kind, kw):
     model, params, x = _net(kind, seed=3, **kw)
     g = jax.grad(_full_fn(model, x))(params)
     k = float(tree_norm(g) ** 2)
-    assert float(dh.frames(model, params, x).kernel) == pytest.approx(k, rel=1e-12)
-    assert dh.base_pass(model, params, x).kernel == pytest.approx(k, rel=1e-12)
+    assert float(hc.frames(model, params, x).kernel) == pytest.approx(k, rel=1e-12)
+    assert hc.base_pass(model, params, x).kernel == pytest.approx(k, rel=1e-12)
     # the layer inputs are those of the model's own forward pass
     post = model.forward(params, x[None]).post
-    for a, ref in zip(dh.layer_inputs(model, params, x), post[:-1], strict=True):
+    for a, ref in zip(hc.layer_inputs(model, params, x), post[:-1], strict=True):
         np.testing.assert_allclose(a, ref[0], rtol=1e-12)
 
 
 def test_lift_and_compress_are_adjoint_and_lift_is_an_isometry_on_pz(x64):
     model, params, x = _net("mlp", seed=4, use_bias=True)
-    fr = dh.frames(model, params, x)
-    spec_y = flat_spec(dh.compressed_zero(model, params))
+    fr = hc.frames(model, params, x)
+    spec_y = flat_spec(hc.compressed_zero(model, params))
     spec_p = flat_spec(params)
     rng = np.random.default_rng(1)
     y = spec_y.unravel(jnp.asarray(rng.standard_normal(spec_y.size)))
     u = spec_p.unravel(jnp.asarray(rng.standard_normal(spec_p.size)))
-    lhs = float(tree_dot(dh.lift(y, model, params, fr), u))
-    rhs = float(tree_dot(y, dh.compress(u, model, params, fr)))
+    lhs = float(tree_dot(hc.lift(y, model, params, fr), u))
+    rhs = float(tree_dot(y, hc.compress(u, model, params, fr)))
     assert lhs == pytest.approx(rhs, rel=1e-12)
     # the gradient lies in the range: compress ∘ lift reproduces its coordinates exactly
     g = jax.grad(_full_fn(model, x))(params)
-    back = dh.lift(dh.compress(g, model, params, fr), model, params, fr)
+    back = hc.lift(hc.compress(g, model, params, fr), model, params, fr)
     assert float(tree_norm(tree_sub(back, g))) <= 1e-12 * float(tree_norm(g))
 
 
 def test_compressed_output_at_zero_is_the_network_output(x64):
     model, params, x = _net("resnet", seed=5)
-    fr = dh.frames(model, params, x)
-    y0 = dh.compressed_zero(model, params)
-    assert float(dh.compressed_output(y0, model, params, x, fr)) == pytest.approx(float(model.apply(params, x[None])[0]))
+    fr = hc.frames(model, params, x)
+    y0 = hc.compressed_zero(model, params)
+    assert float(hc.compressed_output(y0, model, params, x, fr)) == pytest.approx(float(model.apply(params, x[None])[0]))
 
 
-METHODS = ["arpack", "arpack-autodiff", "dense", "lanczos", "full", "full-lanczos"]
+METHODS = [("compressed-numpy", "arpack"), ("compressed", "arpack"), ("compressed", "dense"), ("compressed", "lanczos"),
+           ("full", "arpack"), ("full", "lanczos")]
 
 
-@pytest.mark.parametrize("method", METHODS)
-def test_hessian_norm_methods_match_dense_eigvalsh(x64, method):
+@pytest.mark.parametrize("operator,method", METHODS)
+def test_hessian_norm_methods_match_dense_eigvalsh(x64, operator, method):
     model, params, x = _net("mlp", seed=6, width=6)
     ref = hessian.dense_spectral_norm(_full_fn(model, x), params)
-    h = dh.hessian_norm(model, params, x, method=method, tol=1e-10, key=jax.random.key(0))
+    h = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator=operator, method=method, tol=1e-10,
+                                 key=jax.random.key(0))
     assert h.value == pytest.approx(ref, rel=1e-7)
     assert h.converged
     # the eigenvector is a unit eigenvector of the full Hessian
@@ -119,33 +123,37 @@ def test_hessian_norm_methods_match_dense_eigvalsh(x64, method):
     assert float(tree_norm(u)) == pytest.approx(1.0, rel=1e-6)
     hu = hessian.hvp(_full_fn(model, x), params, u)
     assert float(tree_dot(u, hu)) == pytest.approx(h.eigenvalue, rel=1e-6)
-    if h.kernel is not None:
-        assert h.kernel == pytest.approx(float(tree_norm(jax.grad(_full_fn(model, x))(params)) ** 2), rel=1e-10)
+    assert dh.kernel_at_input(model, params, x) == pytest.approx(
+        float(tree_norm(jax.grad(_full_fn(model, x))(params)) ** 2), rel=1e-10)
 
 
 def test_hessian_norm_warm_start_and_cnn_fallback(x64):
     model, params, x = _net("resnet", seed=7)
-    h = dh.hessian_norm(model, params, x, tol=1e-10)
-    warm = dh.hessian_norm(model, params, x, tol=1e-10, start=h.eigenvector)
+    h = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator="auto", method="arpack", tol=1e-10)
+    warm = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator="auto", method="arpack",
+                                    tol=1e-10, start=h.eigenvector)
     assert warm.value == pytest.approx(h.value, rel=1e-8)
     cmodel, cparams = conv_net(jax.random.key(1), (2, 3), spatial=(4, 4), dtype=jnp.float64)
     img = jax.random.normal(jax.random.key(2), (4, 4), jnp.float64)
     ref = hessian.dense_spectral_norm(lambda p: cmodel.apply(p, img[None])[0], cparams)
-    hc = dh.hessian_norm(cmodel, cparams, img, tol=1e-10)
-    assert hc.method == "arpack-full" and hc.value == pytest.approx(ref, rel=1e-7)
+    hc_ = nb.hessian_spectral_norm(hessian.at_input(cmodel.apply, img), cparams, operator="auto", method="arpack",
+                                   tol=1e-10)
+    assert hc_.method == "arpack" and hc_.value == pytest.approx(ref, rel=1e-7)
+    with pytest.raises(ValueError, match="operator='compressed'"):
+        nb.hessian_spectral_norm(hessian.at_input(cmodel.apply, img), cparams, operator="compressed")
 
 
 def test_hessian_norm_validation():
     model, params = models.mlp(jax.random.key(0), (4, 4), input_dim=2)
     with pytest.raises(ValueError, match="method"):
-        dh.hessian_norm(model, params, jnp.ones(2), method="eig")
+        nb.hessian_spectral_norm(hessian.at_input(model.apply, jnp.ones(2)), params, operator="auto", method="eig")
     with pytest.raises(ValueError, match="x"):
-        dh.hessian_norm(model, params, jnp.ones(3))
+        nb.hessian_spectral_norm(hessian.at_input(model.apply, jnp.ones(3)), params, operator="auto")
     with pytest.raises(TypeError, match="model"):
-        dh.frames(object(), params, jnp.ones(2))
+        hc.frames(object(), params, jnp.ones(2))
     two, p2 = models.mlp(jax.random.key(0), (4,), input_dim=2, output_dim=2)
     with pytest.raises(ValueError, match="scalar output"):
-        dh.hessian_norm(two, p2, jnp.ones(2))
+        nb.hessian_spectral_norm(hessian.at_input(two.apply, jnp.ones(2), output=0), p2, operator="compressed")
 
 
 def test_unit_scale_input_norm():
@@ -177,7 +185,7 @@ def test_layer_factors_against_layer_tensors(x64, kind):
     assert f["ja"][1] == pytest.approx(np.linalg.norm(t["ja"], 2), rel=1e-10)
     assert np.isnan(f["ja"][0]) and np.isnan(f["taw"][0])
     # b_inf is ‖∂f/∂α⁽ˡ⁾‖_∞ by autodiff through the shifts of the layer outputs
-    bp = dh.base_pass(model, params, x)
+    bp = hc.base_pass(model, params, x)
     assert f["b_inf"][2] == pytest.approx(np.abs(np.asarray(model.fixed_v if model.fixed_v is not None
                                                              else params["v"])[:, 0]).max() / math.sqrt(6))
     np.testing.assert_allclose(f["b_two"], [np.linalg.norm(b) for b in bp.b], rtol=1e-12)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import ntkbook as nb
-from ntkbook import hessian, models
+from ntkbook import eigen, hessian, models
 
 
 def _mlp_fn(seed, widths=(12, 10), activation="tanh", dtype=jnp.float64):
@@ -58,10 +58,10 @@ def test_hvp_and_fixed_steps(x64):
     v = jax.random.normal(jax.random.key(7), (spec.size,), jnp.float64)
     hv = spec.ravel(hessian.hvp(fn, params, spec.unravel(v)))
     np.testing.assert_allclose(hv, h @ np.asarray(v), rtol=1e-11, atol=1e-12)
-    out = hessian.lanczos_fixed_steps(fn, params, num_steps=spec.size)
+    out = nb.hessian_spectral_norm(fn, params, method="fixed", num_steps=spec.size)
     lam = np.linalg.eigvalsh(h)
-    assert float(out["value"]) == pytest.approx(np.max(np.abs(lam)), rel=1e-8)
-    assert float(out["lambda_min"]) == pytest.approx(lam[0], rel=1e-8)
+    assert float(out.value) == pytest.approx(np.max(np.abs(lam)), rel=1e-8)
+    assert float(out.lambda_min) == pytest.approx(lam[0], rel=1e-8)
 
 
 def test_fixed_steps_vmap_over_inputs(x64):
@@ -71,7 +71,7 @@ def test_fixed_steps_vmap_over_inputs(x64):
         return model.apply(p, x[None])[0]
 
     xs = jax.random.normal(jax.random.key(9), (4, 2), jnp.float64)
-    batched = jax.vmap(lambda x: hessian.lanczos_fixed_steps(f, params, (x,), num_steps=30)["value"])(xs)
+    batched = jax.vmap(lambda x: nb.hessian_spectral_norm(f, params, args=(x,), method="fixed", num_steps=30).value)(xs)
     refs = [hessian.dense_spectral_norm(f, params, x) for x in xs]
     np.testing.assert_allclose(batched, refs, rtol=1e-8)
 
@@ -132,10 +132,66 @@ def test_validation():
 
 
 def test_large_problem_path(x64, monkeypatch):
-    """The path used for P ≥ CHUNK_MAX_PARAMS (one step per round trip, bucketed rows), on a small P."""
-    monkeypatch.setattr(hessian, "CHUNK_MAX_PARAMS", 0)
+    """The path used for P ≥ eigen.CHUNK_MAX_SIZE (one step per round trip, bucketed rows), on a small P."""
+    monkeypatch.setattr(eigen, "CHUNK_MAX_SIZE", 0)
     fn, params = _mlp_fn(13, (25, 20))
     ref = hessian.dense_spectral_norm(fn, params)
     res = nb.hessian_spectral_norm(fn, params, tol=1e-9, basis_size=12, max_iter=3000)
     assert res.converged and res.products == res.iterations + 1  # nothing wasted in this mode
     assert abs(res.value - ref) / ref <= 1e-7
+
+
+def test_second_derivative_tensor_closed_form(x64):
+    """fn(w) = (w₀²w₁, sin w₀ + w₁³): T₀ = [[2w₁, 2w₀], [2w₀, 0]], T₁ = [[−sin w₀, 0], [0, 6w₁]]."""
+    w = jnp.array([0.7, -1.3])
+
+    def fn(u):
+        return jnp.stack([u[0] ** 2 * u[1], jnp.sin(u[0]) + u[1] ** 3])
+
+    t = np.asarray(hessian.second_derivative_tensor(fn, w))
+    expected = np.array([[[2 * -1.3, 2 * 0.7], [2 * 0.7, 0.0]], [[-np.sin(0.7), 0.0], [0.0, 6 * -1.3]]])
+    np.testing.assert_allclose(t, expected, rtol=1e-14, atol=1e-15)
+    # a scalar map gives out = 1 and agrees with the dense Hessian; a scalar w counts as p = 1
+    s = np.asarray(hessian.second_derivative_tensor(lambda u: jnp.sum(jnp.cos(u) * u[::-1]), w))
+    np.testing.assert_allclose(s[0], hessian.dense_hessian(lambda u: jnp.sum(jnp.cos(u) * u[::-1]), w), rtol=1e-14)
+    assert hessian.second_derivative_tensor(lambda a: jnp.array([a[0] ** 3]), 2.0).shape == (1, 1, 1)
+    with pytest.raises(ValueError, match="w must have 0 or 1 dimensions"):
+        hessian.second_derivative_tensor(fn, jnp.ones((2, 2)))
+    with pytest.raises(TypeError, match="fn must be callable"):
+        hessian.second_derivative_tensor(3, w)
+
+
+def test_ntk_and_lecun_models_never_share_a_compiled_product(x64):
+    """The restarted and the fixed-step solvers compile one product per model structure (fn static, model
+    traced): alternating an NTK network and its LeCun twin (same widths) must give each its own Hessian."""
+    from ntkbook.experiments.lazy_training import to_lecun
+
+    def out(p, model, x):
+        return model.apply(p, x[None])[0]
+
+    x = jnp.array([0.3, -1.1])
+    model, params = models.mlp(jax.random.key(21), (5, 5), input_dim=2, dtype=jnp.float64)
+    lecun, lparams = to_lecun(model, params)
+    refs = [hessian.dense_spectral_norm(out, p, m, x) for m, p in ((model, params), (lecun, lparams))]
+    assert abs(refs[0] - refs[1]) > 1e-3 * refs[0]  # the two Hessians differ (different coordinates)
+    for _ in range(3):
+        for (m, p), ref in zip(((model, params), (lecun, lparams)), refs, strict=True):
+            assert nb.hessian_spectral_norm(out, p, args=(m, x), tol=1e-10).value == pytest.approx(ref, rel=1e-8)
+            fixed = nb.hessian_spectral_norm(out, p, args=(m, x), method="fixed", num_steps=45)
+            assert float(fixed.value) == pytest.approx(ref, rel=1e-8)
+
+
+@pytest.mark.parametrize("method", ["lanczos", "fixed", "dense", "arpack"])
+def test_compressed_operator_with_every_method(x64, method):
+    model, params = models.mlp(jax.random.key(22), (7, 6), input_dim=3, dtype=jnp.float64)
+    x = jnp.array([0.5, -0.2, 1.4])
+    fn = hessian.at_input(model.apply, x)
+    ref = hessian.dense_spectral_norm(fn, params)
+    kw = {"num_steps": 40} if method == "fixed" else {}
+    res = nb.hessian_spectral_norm(fn, params, operator="compressed", method=method, tol=1e-10, **kw)
+    assert float(res.value) == pytest.approx(ref, rel=1e-8)
+    assert nb.pytree.flat_spec(res.eigenvector).size == nb.pytree.flat_spec(params).size
+    with pytest.raises(ValueError, match="compressed-numpy"):
+        nb.hessian_spectral_norm(fn, params, operator="compressed-numpy", method="lanczos")
+    with pytest.raises(ValueError, match=r"fn\(params, \*args\) failed"):
+        nb.hessian_spectral_norm(fn, params, args=(x,), operator="compressed")

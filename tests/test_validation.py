@@ -81,7 +81,7 @@ CASES = [
     ("hsn zero start", lambda: nb.hessian_spectral_norm(scalar_fn, PARAMS, start=jax.tree_util.tree_map(
         jnp.zeros_like, PARAMS)), ValueError, "start must be a non-zero vector"),
     ("hvp tangent", lambda: hessian.hvp(scalar_fn, PARAMS, {"a": 1.0}), ValueError, "tangent must have the same"),
-    ("fixed steps", lambda: hessian.lanczos_fixed_steps(scalar_fn, PARAMS, num_steps=1), ValueError, "num_steps"),
+    ("fixed steps", lambda: nb.hessian_spectral_norm(scalar_fn, PARAMS, method="fixed", num_steps=1), ValueError, "num_steps"),
     ("at_input 2-d x", lambda: hessian.at_input(MODEL.apply, jnp.ones((2, 2))), ValueError, "x must have 0 or 1"),
     # norms
     ("norm_221 4-d", lambda: nb.norm_221(np.ones((2, 2, 2, 2))), ValueError, "T must have 3 dimensions"),

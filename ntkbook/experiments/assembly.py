@@ -37,6 +37,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..eigen import extreme_eigenpairs, spectral_norm
+from ..hessian import dense_hessian
 from ..models import assembly as asm
 from ..models.assembly import Assembly, SubModelFamily
 from ..quadrature import gaussian_expectation
@@ -58,8 +60,9 @@ def _remainder(family: SubModelFamily, w: Array, x: Array, delta: Array) -> Arra
 
 
 def _reduced_hessian(family: SubModelFamily, w: Array, x: Array, q_basis: Array) -> Array:
-    """Q H_g(w) Qᵀ (q × q): the Hessian restricted to the active subspace (same norm as H_g)."""
-    return jax.hessian(lambda t: family.apply_one(w + t @ q_basis, x))(jnp.zeros(q_basis.shape[0], w.dtype))
+    """Q H_g(w) Qᵀ (q × q), symmetrized: the Hessian restricted to the active subspace (same norm as H_g)."""
+    h = dense_hessian(lambda t: family.apply_one(w + t @ q_basis, x), jnp.zeros(q_basis.shape[0], w.dtype))
+    return 0.5 * (h + h.T)
 
 
 def _project_ball(t: Array, radius: float) -> Array:
@@ -79,12 +82,14 @@ def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Ar
 
     def one(w):
         hq = _reduced_hessian(family, w, x, q_basis)
-        evals, evecs = jnp.linalg.eigh(0.5 * (hq + hq.T))
-        four = jnp.stack([evecs[:, -1], -evecs[:, -1], evecs[:, 0], -evecs[:, 0]]) * radius
+        top = extreme_eigenpairs(hq, which="LA", method="dense")
+        bottom = extreme_eigenpairs(hq, which="SA", method="dense")
+        u_max, u_min, norm = top.eigenvector, bottom.eigenvector, jnp.maximum(top.value, -bottom.value)
+        four = jnp.stack([u_max, -u_max, u_min, -u_min]) * radius
         starts = jnp.concatenate([four, four])
         signs = jnp.array([1.0, 1.0, 1.0, 1.0, -1.0, -1.0, -1.0, -1.0], x.dtype)
         # step 1/(local curvature), but never longer than 4/β: faster than 1/β where the sub-model is flat
-        step = jnp.minimum(1.0 / jnp.maximum(jnp.max(jnp.abs(evals)), 1e-12), 4.0 * lr)
+        step = jnp.minimum(1.0 / jnp.maximum(norm, 1e-12), 4.0 * lr)
 
         def ascend(sign, t0):
             return _projected_ascent(lambda t: sign * _remainder(family, w, x, t @ q_basis), t0, step, radius,
@@ -93,8 +98,7 @@ def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Ar
         vals, ts = jax.vmap(ascend)(signs, starts)
         ip, im = jnp.argmax(vals[:4]), 4 + jnp.argmax(vals[4:])
         return {"plus": vals[ip], "t_plus": ts[ip], "minus": vals[im], "t_minus": ts[im],
-                "lam_max": evals[-1], "u_max": evecs[:, -1], "lam_min": evals[0], "u_min": evecs[:, 0],
-                "hess_norm": jnp.max(jnp.abs(evals))}
+                "lam_max": top.value, "u_max": u_max, "lam_min": bottom.value, "u_min": u_min, "hess_norm": norm}
 
     return jax.vmap(one)(w_all)
 
@@ -279,7 +283,7 @@ def _norm_at(family, x, q_basis, u):
     k = family.first_layer_rows
     w = _params_from_reduced(family, x, u[:k], u[k:])
     hq = _reduced_hessian(family, w, x, q_basis)
-    return jnp.max(jnp.abs(jnp.linalg.eigvalsh(0.5 * (hq + hq.T))))
+    return extreme_eigenpairs(hq, which="LM", method="dense", vectors=False).value
 
 
 @partial(jax.jit, static_argnames=("family",))
@@ -622,7 +626,6 @@ def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
     (1/√m)·blockdiag(H_{g₁}, …, H_{g_m}), and (c) the largest |cos| between the gradients of two
     different hidden neurons αᵢ = σ(wᵢᵀx̂) (Remark 4: exactly orthogonal); plus the Hessian norm.
     """
-    from ..hessian import dense_hessian
     from ..models import mlp
 
     width = V.positive_int("width", width)
@@ -658,7 +661,7 @@ def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
         return {
             "output_difference": abs(f_net - f_asm),
             "max_hessian_difference": float(np.max(np.abs(h_net - h_blk))),
-            "hessian_norm": float(np.max(np.abs(np.linalg.eigvalsh(h_net)))),
+            "hessian_norm": spectral_norm(h_net),
             "max_abs_cos_between_neurons": float(off.max()),
         }
 

@@ -35,13 +35,14 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..eigen import lambda_max, spectral_norm
 from ..fitting import ci_position, power_law_fit
-from ..hessian import lanczos_fixed_steps
+from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
 from ..kernels import empirical_ntk, kernel_diagonal, relative_change
 from ..models.dense import MLP, mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
-from ..pytree import tree_dot, tree_max_abs, tree_norm, tree_sub
+from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
 from .lazy_training import _fold, _stack, circle_data, gd_run
 
@@ -82,6 +83,12 @@ def _output_at(params: PyTree, model: Any, x: Array) -> Array:
     return model.apply(params, x[None])[0]
 
 
+def _fixed_norm(params: PyTree, model: Any, x: Array, num_steps: int) -> tuple[Array, Array]:
+    """(‖H‖, relative Krylov residual) of f(·; x) by ``num_steps`` fixed Lanczos steps (inside jit/vmap)."""
+    h = hessian_spectral_norm(_output_at, params, args=(model, x), method="fixed", num_steps=num_steps)
+    return h.value, h.residual
+
+
 def hessian_decomposition_dense(key: Array, *, width: int, num_inputs: int = 6,
                                 phi: Activation = PHI) -> dict[str, float]:
     """Eq. (28) with dense Hessians in float64: H̃ = φ''(f)∇f∇fᵀ + φ'(f)H, every input.
@@ -102,8 +109,8 @@ def hessian_decomposition_dense(key: Array, *, width: int, num_inputs: int = 6,
             kerr.append(abs(g_t @ g_t - d1**2 * (g @ g)) / (d1**2 * (g @ g)))
             formula = d2 * np.outer(g, g) + d1 * h
             err.append(np.max(np.abs(h_t - formula)) / np.max(np.abs(h_t)))
-            norm_t = np.max(np.abs(np.linalg.eigvalsh(h_t)))
-            norm = np.max(np.abs(np.linalg.eigvalsh(h)))
+            norm_t = spectral_norm(h_t)
+            norm = spectral_norm(h)
             margin.append(norm_t - (abs(d2) * g @ g - abs(d1) * norm))
     return {"eq28_max_rel_error": float(max(err)), "eq27_max_rel_error": float(max(kerr)),
             "worst_eq29_margin": float(min(margin))}
@@ -111,17 +118,10 @@ def hessian_decomposition_dense(key: Array, *, width: int, num_inputs: int = 6,
 
 @jax.jit
 def _dense_pieces(base, tilde, params, x):
-    from jax.flatten_util import ravel_pytree
-
-    flat, unravel = ravel_pytree(params)
-
-    def f(w):
-        return _output_at(unravel(w), base, x)
-
-    def ft(w):
-        return _output_at(unravel(w), tilde, x)
-
-    return jax.hessian(ft)(flat), jax.hessian(f)(flat), jax.grad(f)(flat), jax.grad(ft)(flat), f(flat)
+    spec = flat_spec(params)
+    g, g_t = (spec.ravel(jax.grad(_output_at)(params, model, x)) for model in (base, tilde))
+    return (dense_hessian(_output_at, params, tilde, x), dense_hessian(_output_at, params, base, x), g, g_t,
+            _output_at(params, base, x))
 
 
 def hessian_decomposition_hvp(key: Array, *, width: int, probes: int = 4, num_inputs: int = 6,
@@ -250,13 +250,13 @@ def _nonlinear_width(keys, x, y, m, phi, steps, lr_factor, lanczos_steps):
         d1, d2 = phi_derivatives(phi, f0)
         k0 = empirical_ntk(base.apply, p0, x)
         h = one_layer_hessian_norm(base, p0, x)
-        ht = jax.lax.map(lambda xi: lanczos_fixed_steps(_output_at, p0, (tilde, xi), num_steps=lanczos_steps), x)
+        ht_value, ht_residual = jax.lax.map(lambda xi: _fixed_norm(p0, tilde, xi, lanczos_steps), x)
         kt0 = empirical_ntk(tilde.apply, p0, x)
-        run_t = gd_run(tilde.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(kt0)[-1], steps)
-        run_f = gd_run(base.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(k0)[-1], steps)
+        run_t = gd_run(tilde.apply, p0, x, y, lr_factor / lambda_max(kt0), steps)
+        run_f = gd_run(base.apply, p0, x, y, lr_factor / lambda_max(k0), steps)
         p1, q1 = run_t["params"], run_f["params"]
         at_init = {"f0": f0, "phi1": d1, "phi2": d2, "kernel": jnp.diag(k0), "hessian": h,
-                   "hessian_tilde": ht["value"], "lanczos_residual": ht["residual"],
+                   "hessian_tilde": ht_value, "lanczos_residual": ht_residual,
                    "eq29_bound": jnp.abs(d2) * jnp.diag(k0) - jnp.abs(d1) * h}
         delta = tree_sub(p1, p0)
         run = {"kernel_change_tilde": relative_change(empirical_ntk(tilde.apply, p1, x), kt0),
@@ -276,18 +276,19 @@ def _nonlinear_width(keys, x, y, m, phi, steps, lr_factor, lanczos_steps):
 # ---------------------------------------------------------------------------------------------
 
 
-def second_derivative_tensor(w: Array, alpha: float, activation: Activation) -> np.ndarray:
-    """∂²α⁽ˡ⁺¹⁾/∂(α⁽ˡ⁾)² ∈ ℝ^{1×1×m} for a width-1 layer α⁽ˡ⁺¹⁾ = σ(w α⁽ˡ⁾), by autodiff (Eq. 30).
+def eq30_tensor(w: Array, alpha: float, activation: Activation) -> np.ndarray:
+    """∂²α⁽ˡ⁺¹⁾/∂(α⁽ˡ⁾)² ∈ ℝ^{1×1×m} for a width-1 layer α⁽ˡ⁺¹⁾ = σ(w α⁽ˡ⁾), by autodiff (Eq. 30;
+    :func:`ntkbook.hessian.second_derivative_tensor` of α ↦ σ(wα), output index moved last).
 
     (In the NTK parameterization the layer divides by √m_b = 1, so there is no extra factor.)
     """
-    d2 = _second_derivative(w, jnp.asarray(alpha, w.dtype), activation)
+    d2 = _second_derivative(w, jnp.asarray(alpha, w.dtype), activation)  # (m, 1, 1)
     return np.asarray(d2, dtype=np.float64).reshape(1, 1, -1)
 
 
 @partial(jax.jit, static_argnames=("activation",))
 def _second_derivative(w, alpha, activation):
-    return jax.jacfwd(jax.jacfwd(lambda a: activation(w * a)))(alpha)
+    return second_derivative_tensor(lambda a: activation(w * a[0]), alpha)
 
 
 def eq30_limit(activation: Activation, alpha: float) -> tuple[float, float]:
@@ -325,7 +326,7 @@ def eq30_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]
         for m in settings.widths:
             for s in range(settings.seeds):
                 w = jax.random.normal(_fold(key, m, s), (int(m),))
-                t = second_derivative_tensor(w, alpha, act)
+                t = eq30_tensor(w, alpha, act)
                 res = norm_221(t)
                 closed = float(np.sum(np.asarray(w, np.float64) ** 2
                                       * np.abs(np.asarray(act.derivative(w * alpha, 2), np.float64))))
@@ -394,7 +395,7 @@ def hessian_block_check(key: Array, *, width: int, x: float = 0.8, scale: float 
         formula = np.sum(w4 * d2 * w3**2) / m**1.5 * np.outer(p["alpha1"], p["alpha1"])  # Eq. (108)
         block = h[m:2 * m, m:2 * m]  # leaf order: W1 (m), W2 (m), W3 (m), v (m)
         block_norm_eq109 = float(np.asarray(block_norm(params, x)))
-        full = float(np.max(np.abs(np.linalg.eigvalsh(h))))
+        full = spectral_norm(h)
         return {"eq108_rel_error": float(np.max(np.abs(block - formula)) / np.max(np.abs(formula))),
                 "eq109_rel_error": abs(float(np.linalg.norm(block, 2)) - block_norm_eq109) / block_norm_eq109,
                 "full_over_block": full / block_norm_eq109,
@@ -403,14 +404,12 @@ def hessian_block_check(key: Array, *, width: int, x: float = 0.8, scale: float 
 
 @jax.jit
 def dense_hessian_at(model: Any, params: PyTree, x: Array) -> Array:
-    """The dense Hessian (P × P, leaf order) of w ↦ f(w; x) for one input x of shape (d,).
+    """The dense Hessian (P × P, leaf order) of w ↦ f(w; x) for one input x of shape (d,):
+    :func:`ntkbook.hessian.dense_hessian` of the model output.
 
     For small models only (e.g. the Eq. 31 network at small width, in float64).
     """
-    from jax.flatten_util import ravel_pytree
-
-    flat, unravel = ravel_pytree(params)
-    return jax.hessian(lambda w: model.apply(unravel(w), x[None])[0])(flat)
+    return dense_hessian(_output_at, params, model, x)
 
 
 def theorem_4_1_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
@@ -552,9 +551,9 @@ def _ball_width(keys, m, x, radius, lanczos_steps):
         stacked = jax.tree_util.tree_map(lambda *a: jnp.stack(a), *points)
 
         def measure(p):
-            h = lanczos_fixed_steps(_output_at, p, (model, x), num_steps=lanczos_steps)
+            h_value, h_residual = _fixed_norm(p, model, x[0], lanczos_steps)
             k = kernel(model, p)
-            return {"hessian": h["value"], "lanczos_residual": h["residual"], "block": block_norm(p, x[0]),
+            return {"hessian": h_value, "lanczos_residual": h_residual, "block": block_norm(p, x[0]),
                     "kernel": k, "kernel_change": jnp.abs(k - k0) / k0, "distance": tree_norm(tree_sub(p, p0))}
 
         return jax.lax.map(measure, stacked)
@@ -606,9 +605,9 @@ def _bottleneck_one(keys, x, y, m, mb, steps, lr_factor, lanczos_steps):
     def one(key):
         model, p0 = mlp(key, (m, mb, m), input_dim=x.shape[1], activation=("tanh", "identity", "tanh"))
         k0 = empirical_ntk(model.apply, p0, x)
-        h = lanczos_fixed_steps(_output_at, p0, (model, x[0]), num_steps=lanczos_steps)
-        run = gd_run(model.apply, p0, x, y, lr_factor / jnp.linalg.eigvalsh(k0)[-1], steps)
-        return {"hessian": h["value"], "lanczos_residual": h["residual"], "kernel": k0[0, 0],
+        h_value, h_residual = _fixed_norm(p0, model, x[0], lanczos_steps)
+        run = gd_run(model.apply, p0, x, y, lr_factor / lambda_max(k0), steps)
+        return {"hessian": h_value, "lanczos_residual": h_residual, "kernel": k0[0, 0],
                 "kernel_change": relative_change(empirical_ntk(model.apply, run["params"], x), k0),
                 "max_residual": jnp.max(jnp.abs(model.apply(run["params"], x) - y))}
 

@@ -5,23 +5,11 @@ Everything here is about one scalar function w ↦ f(W; x) at one input x, for t
 network of Eq. (22) (:class:`~ntkbook.models.dense.MLP`, NTK parameterization) and the residual
 network of Eq. (80) (:class:`~ntkbook.models.resnet.ResNet`).
 
-**The range of the Hessian (why ‖H‖ is cheap here).**  For one input, the gradient with respect to
-the weights of layer l is an outer product, ∇_{W⁽ˡ⁾} f = g_l a_{l−1}ᵀ/√n_l, with a_{l−1} = α⁽ˡ⁻¹⁾
-the layer's input, g_l = ∂f/∂α̃⁽ˡ⁾ the backward signal and n_l the fan-in.  Differentiating once more
-in any direction gives δg aᵀ + g δaᵀ, so every column of H lies in
-
-    S = ⊕_l S_l ⊕ ℝ^{m_L} (v),   S_l = {u âᵀ + ĝ zᵀ : u ∈ ℝ^{m_l}, z ⊥ â}   (â, ĝ unit vectors),
-
-a space of dimension N = Σ_l (m_l + m_{l−1} − 1) + m_L ≈ 2Lm instead of P ≈ (L − 1)m².  With Q
-the (partial) isometry from coordinates y = (u_l, z_l, v-part) to S, H = Q (QᵀHQ) Qᵀ, so ‖H‖ =
-‖QᵀHQ‖, and QᵀHQ is the Hessian at y = 0 of y ↦ f(W + Qy; x) (:func:`compressed_output`).  A
-Hessian-vector product of that function touches each W⁽ˡ⁾ only through four matrix–vector products,
-and the Krylov vectors have length N, not P: for m = 4096, L = 3 (P ≈ 3.4·10⁷, N ≈ 2.5·10⁴) one
-product takes ≈ 0.05 s on two CPU cores instead of ≈ 1 s for a Lanczos step on the full parameter
-vector (where orthogonalizing against the basis dominates).  :func:`hessian_norm` runs ARPACK on the
-compressed operator by default (optionally a dense eigendecomposition of QᵀHQ, or
-:func:`ntkbook.hessian_spectral_norm` on the compressed function); other models (CNNs) fall back to the
-matrix-free Lanczos on all P parameters.
+**‖H‖ itself** comes from :func:`ntkbook.hessian_spectral_norm` with ``operator="auto"``: for
+MLPs/ResNets ARPACK on the Hessian compressed to its exact range (N ≈ 2Lm coordinates instead of
+P ≈ (L − 1)m², module :mod:`ntkbook.hessian_compressed`), for CNNs Hessian-vector products over all
+parameters.  :func:`compression_check` compares the compressed operator with references on all P
+parameters.
 
 **Exact structured norms of a fully connected layer** φ(W, a) = σ(Wa/√n) (Eq. 56–58 of the
 supplement), with z = Wa/√n, s' = σ'(z), s'' = σ''(z); every slice of the second-derivative tensors is
@@ -51,22 +39,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import scipy.linalg
 
 from .. import _validation as V
 from .. import fitting
-from ..hessian import hessian_spectral_norm
-from ..kernels import layerwise_ntk
+from ..eigen import SymmetricOperator, extreme_eigenpairs
+from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm, second_derivative_tensor
+from ..hessian_compressed import base_pass, check_dense_model, compressed_dimension, layer_inputs, single_input
 from ..models import MLP, mlp
 from ..models.conv import ConvNet
-from ..models.resnet import ResNet
+from ..models.resnet import ResNet, resnet
+from ..norms import norm_221
 from ..progress import progress
 from ..pytree import flat_spec, point_on_sphere, tree_axpy, tree_norm, tree_scale, tree_sub
 
@@ -75,46 +63,25 @@ PyTree = Any
 HIGHEST = jax.lax.Precision.HIGHEST
 
 
-
 # ---------------------------------------------------------------------------------------------
 # Validation helpers
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_dense_model(model: Any) -> None:
-    if not isinstance(model, (MLP, ResNet)):
-        raise TypeError(f"model must be an NTK-parameterized MLP or ResNet, got {type(model).__name__}")
-    if model.output_dim != 1:
-        raise ValueError(f"the chapter's Hessian is that of a scalar output; model has output_dim={model.output_dim}")
-
-
 def _check_no_bias(model: Any) -> None:
-    _check_dense_model(model)
+    check_dense_model(model)
     if getattr(model, "use_bias", False):
         raise ValueError("the layer factors are derived for layers without biases (Eq. 22); got use_bias=True")
 
 
 def _check_model(model: Any) -> None:
     if isinstance(model, (MLP, ResNet)):
-        _check_dense_model(model)
+        check_dense_model(model)
         return
     if not isinstance(model, ConvNet):
         raise TypeError(f"model must be an MLP, ResNet or ConvNet, got {type(model).__name__}")
     if model.output_dim != 1:
         raise ValueError(f"the chapter's Hessian is that of a scalar output; model has output_dim={model.output_dim}")
-
-
-def _single_input(model: Any, x: Any) -> Array:
-    """One input as a 1-d array (d,) for dense models, (*spatial, c) for CNNs."""
-    if isinstance(model, ConvNet):
-        x = V.array("x", x)
-        return model.images(x[None])[0]
-    x = V.array("x", x, ndim=(0, 1))
-    if x.ndim == 0:
-        x = x.reshape(1)
-    if x.shape[0] != model.input_dim:
-        raise ValueError(f"x must be one input of shape ({model.input_dim},), got {tuple(x.shape)}")
-    return x
 
 
 def unit_scale_input(key: Array, d: int, dtype: Any = jnp.float32) -> Array:
@@ -124,569 +91,21 @@ def unit_scale_input(key: Array, d: int, dtype: Any = jnp.float32) -> Array:
     return g * (math.sqrt(d) / jnp.linalg.norm(g))
 
 
-# ---------------------------------------------------------------------------------------------
-# Forward pass with the pieces the Hessian analysis needs
-# ---------------------------------------------------------------------------------------------
-
-
-def _forward(model, params, x, y=None, fr=None, shifts=None):
-    """f(W + Q y; x) for an MLP/ResNet at one input, plus each layer's input a_{l−1}.
-
-    ``shifts`` (one per layer, added to the pre-activations) exist to differentiate through them:
-    ∂f/∂shift_l = g_l.
-    """
-    residual = isinstance(model, ResNet)
-    a = x
-    layer_inputs = []
-    for i, (layer, act) in enumerate(zip(params["layers"], model.activations, strict=True)):
-        w = layer["W"]
-        layer_inputs.append(a)
-        z = jnp.matmul(w, a, precision=HIGHEST)
-        if y is not None:
-            yl = y["layers"][i]
-            ah, gh = fr.a_hat[i], fr.g_hat[i]
-            zp = yl["z"] - jnp.dot(yl["z"], ah) * ah
-            z = z + yl["u"] * jnp.dot(ah, a) + gh * jnp.dot(zp, a)
-        z = z / math.sqrt(w.shape[1])
-        if getattr(model, "use_bias", False):
-            z = z + layer["b"]
-            if y is not None:
-                z = z + y["layers"][i]["b"]
-        if shifts is not None:
-            z = z + shifts[i]
-        new = act(z)
-        a = new + a if (residual and i > 0) else new
-    v = (model.fixed_v if model.fixed_v is not None else params["v"])[:, 0]
-    if y is not None and "v" in y:
-        v = v + y["v"]
-    return jnp.dot(v, a, precision=HIGHEST) / math.sqrt(a.shape[0]), layer_inputs
-
-
-class Frames(NamedTuple):
-    """Unit vectors spanning the range of the Hessian at one point (see the module docstring).
-
-    Attributes:
-        a_hat: per layer, α⁽ˡ⁻¹⁾/‖α⁽ˡ⁻¹⁾‖ (the layer's input direction), shape (m_{l−1},).
-        g_hat: per layer, g_l/‖g_l‖ with g_l = ∂f/∂α̃⁽ˡ⁾, shape (m_l,).
-        kernel: K_{(x,x)}(W) = ‖∇_W f‖² = Σ_l ‖g_l‖²‖α⁽ˡ⁻¹⁾‖²/n_l (+ ‖α⁽ᴸ⁾‖²/m_L for a trained v).
-    """
-
-    a_hat: tuple[Array, ...]
-    g_hat: tuple[Array, ...]
-    kernel: Array
-
-
-def _unit(t: Array) -> Array:
-    n = jnp.linalg.norm(t)
-    return t / jnp.where(n > 0, n, 1.0)
-
-
-@jax.jit
-def _frames(model, params, x) -> Frames:
-    shifts = [jnp.zeros(layer["W"].shape[0], x.dtype) for layer in params["layers"]]
-    (_, ins), g = jax.value_and_grad(lambda s: _forward(model, params, x, shifts=s), has_aux=True)(shifts)
-    last = _forward_last(model, params, x) if "v" in params else None
-    kern = layerwise_ntk([a[None] for a in ins], [gl[None, None] for gl in g],
-                         scales=[1 / math.sqrt(a.shape[0]) for a in ins], bias=bool(getattr(model, "use_bias", False)),
-                         features1=None if last is None else last[None],
-                         feature_scale=1 / math.sqrt(model.widths[-1]))[0, 0, 0, 0]
-    return Frames(tuple(_unit(a) for a in ins), tuple(_unit(gl) for gl in g), kern)
-
-
-def _forward_last(model, params, x):
-    """α⁽ᴸ⁾ at one input (the gradient of f with respect to v, times √m_L)."""
-    return model.forward(params, x[None]).post[-1][0]
-
-
-def frames(model: MLP | ResNet, params: PyTree, x: Any) -> Frames:
-    """The :class:`Frames` of the Hessian of f(·; x) at ``params`` (one forward and one backward pass)."""
-    _check_dense_model(model)
-    return _frames(model, params, _single_input(model, x))
-
-
-def compressed_zero(model: MLP | ResNet, params: PyTree) -> PyTree:
-    """Coordinates y = 0 of the range of H: ``{"layers": [{"u": (m_l,), "z": (m_{l−1},), "b"?}], "v"?}``."""
-    _check_dense_model(model)
-    dtype = params["layers"][0]["W"].dtype
-    layers = []
-    for layer in params["layers"]:
-        m, n = layer["W"].shape
-        c = {"u": jnp.zeros(m, dtype), "z": jnp.zeros(n, dtype)}
-        if "b" in layer:
-            c["b"] = jnp.zeros(m, dtype)
-        layers.append(c)
-    y = {"layers": layers}
-    if "v" in params:
-        y["v"] = jnp.zeros(params["v"].shape[0], dtype)
-    return y
-
-
-def compressed_output(y: PyTree, model: MLP | ResNet, params: PyTree, x: Array, fr: Frames) -> Array:
-    """f(W + Q y; x): the network with each W⁽ˡ⁾ moved by u_l âᵀ + ĝ (P⊥z_l)ᵀ, v by y_v.
-
-    Its Hessian in y at y = 0 is QᵀH(W)Q, whose non-zero eigenvalues are those of H(W).
-    """
-    return _forward(model, params, x, y=y, fr=fr)[0]
-
-
-def lift(y: PyTree, model: MLP | ResNet, params: PyTree, fr: Frames) -> PyTree:
-    """Q y as a direction with the structure of ``params`` (W⁽ˡ⁾ part u âᵀ + ĝ (P⊥z)ᵀ)."""
-    layers = []
-    for layer, yl, ah, gh in zip(params["layers"], y["layers"], fr.a_hat, fr.g_hat, strict=True):
-        zp = yl["z"] - jnp.dot(yl["z"], ah) * ah
-        d = {"W": jnp.outer(yl["u"], ah) + jnp.outer(gh, zp)}
-        if "b" in layer:
-            d["b"] = yl["b"]
-        layers.append(d)
-    out = {"layers": layers}
-    if "v" in params:
-        out["v"] = y["v"][:, None]
-    return out
-
-
-def compress(direction: PyTree, model: MLP | ResNet, params: PyTree, fr: Frames) -> PyTree:
-    """Qᵀ U: the coordinates (U_W â, P⊥ U_Wᵀ ĝ, U_b, U_v) of a direction U (adjoint of :func:`lift`)."""
-    layers = []
-    for layer, d, ah, gh in zip(params["layers"], direction["layers"], fr.a_hat, fr.g_hat, strict=True):
-        u = jnp.matmul(d["W"], ah, precision=HIGHEST)
-        z = jnp.matmul(d["W"].T, gh, precision=HIGHEST)
-        c = {"u": u, "z": z - jnp.dot(z, ah) * ah}
-        if "b" in layer:
-            c["b"] = d["b"]
-        layers.append(c)
-    y = {"layers": layers}
-    if "v" in params:
-        y["v"] = direction["v"][:, 0]
-    return y
-
-
-@jax.jit
-def _dense_compressed_hessian(model, params, x, fr):
-    y0 = compressed_zero(model, params)
-    spec = flat_spec(y0)
-    return jax.jacfwd(jax.grad(lambda w: compressed_output(spec.unravel(w), model, params, x, fr)))(spec.ravel(y0))
-
-
-def compressed_hessian(model: MLP | ResNet, params: PyTree, x: Any) -> np.ndarray:
-    """The N × N matrix QᵀH(W)Q (float64 copy, symmetrized); N = :func:`compressed_dimension`."""
-    x = _single_input(model, x)
-    fr = frames(model, params, x)
-    h = np.asarray(_dense_compressed_hessian(model, params, x, fr), dtype=np.float64)
-    return 0.5 * (h + h.T)
-
-
-def compressed_dimension(model: Any, params: PyTree) -> int:
-    """N, the number of coordinates y (the dimension of the space containing the range of H)."""
-    return flat_spec(compressed_zero(model, params)).size
-
-
 def _full_output(params, model, x):
     return model.apply(params, x[None])[0]
 
 
-# ---------------------------------------------------------------------------------------------
-# The same compressed Hessian written out by hand (NumPy): no compilation per network shape
-# ---------------------------------------------------------------------------------------------
-
-
-class BasePass(NamedTuple):
-    """Forward and backward pass of an MLP/ResNet at one input, in float64 NumPy.
-
-    Attributes (lists over layers l = 1..L): ``inputs`` α⁽ˡ⁻¹⁾, ``pre`` α̃⁽ˡ⁾, ``s1``/``s2`` σ'/σ''(α̃⁽ˡ⁾),
-    ``b`` ∂f/∂α⁽ˡ⁾, ``g`` ∂f/∂α̃⁽ˡ⁾; ``last`` α⁽ᴸ⁾, ``v`` the output weights (m_L,), ``weights`` the W⁽ˡ⁾
-    as stored (float32 stays float32 for fast products), flags ``residual``, ``bias``, ``train_v``.
-    """
-
-    inputs: list
-    pre: list
-    s1: list
-    s2: list
-    b: list
-    g: list
-    last: np.ndarray
-    v: np.ndarray
-    weights: list
-    residual: bool
-    bias: bool
-    train_v: bool
-
-    @property
-    def kernel(self) -> float:
-        """K_{(x,x)} = ‖∇_W f‖² = Σ_l ‖g_l‖²(‖α⁽ˡ⁻¹⁾‖²/n_l + 1[bias]) + ‖α⁽ᴸ⁾‖²/m_L·1[v trained]
-        (:func:`ntkbook.kernels.layerwise_ntk` on this pass, float64)."""
-        return float(layerwise_ntk([a[None] for a in self.inputs], [g[None, None] for g in self.g],
-                                   scales=[1 / math.sqrt(a.size) for a in self.inputs], bias=self.bias,
-                                   features1=self.last[None] if self.train_v else None,
-                                   feature_scale=1 / math.sqrt(self.last.size))[0, 0, 0, 0])
-
-
-@partial(jax.jit, static_argnames=("act",))
-def _act3(act, z):
-    return act(z), act.derivative(z, 1), act.derivative(z, 2)
-
-
-def _act_values(act, z: np.ndarray, dtype) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """σ, σ', σ'' at z (float64 copies).  z is padded to a power of two (≥ 256) so that one compiled
-    function per activation serves every width."""
-    n = z.size
-    size = max(256, 1 << max(0, (n - 1).bit_length()))
-    buf = np.zeros(size)
-    buf[:n] = z
-    out = _act3(act, jnp.asarray(buf, dtype))
-    return tuple(np.asarray(t, dtype=np.float64)[:n] for t in out)
-
-
-def base_pass(model: MLP | ResNet, params: PyTree, x: Any) -> BasePass:
-    """The :class:`BasePass` of ``model`` at ``params`` and one input x (NumPy; activations via JAX)."""
-    _check_dense_model(model)
-    x = np.asarray(_single_input(model, x), dtype=np.float64)
-    dtype = params["layers"][0]["W"].dtype
-    residual = isinstance(model, ResNet)
-    bias = bool(getattr(model, "use_bias", False))
-    weights = [np.asarray(layer["W"]) for layer in params["layers"]]
-    a, inputs, pre, s1, s2 = x, [], [], [], []
-    for i, (layer, w, act) in enumerate(zip(params["layers"], weights, model.activations, strict=True)):
-        inputs.append(a)
-        z = (w @ a.astype(w.dtype)).astype(np.float64) / math.sqrt(w.shape[1])
-        if bias:
-            z = z + np.asarray(layer["b"], dtype=np.float64)
-        val, d1, d2 = _act_values(act, z, dtype)
-        pre.append(z)
-        s1.append(d1)
-        s2.append(d2)
-        a = val + a if (residual and i > 0) else val
-    v = np.asarray(model.fixed_v if model.fixed_v is not None else params["v"], dtype=np.float64)[:, 0]
-    bl = v / math.sqrt(a.size)
-    bs, gs = [None] * len(weights), [None] * len(weights)
-    for i in range(len(weights) - 1, -1, -1):
-        bs[i] = bl
-        gs[i] = s1[i] * bl
-        if i > 0:
-            back = (weights[i].T @ gs[i].astype(weights[i].dtype)).astype(np.float64) / math.sqrt(weights[i].shape[1])
-            bl = back + bl if residual else back
-    return BasePass(inputs, pre, s1, s2, bs, gs, a, v, weights, residual, bias, "v" in params)
-
-
-def _unit_np(t: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(t))
-    return t / n if n > 0 else t
-
-
-def _layout(bp: BasePass) -> list[tuple[str, int, int, int]]:
-    """(name, layer, start, stop) of the flat coordinates y, in the leaf order of :func:`compressed_zero`
-    ({"layers": [{"b"?, "u", "z"}, ...], "v"?}: dict keys sorted)."""
-    out, pos = [], 0
-    for i, w in enumerate(bp.weights):
-        m, n = w.shape
-        for name, size in (("b", m if bp.bias else 0), ("u", m), ("z", n)):
-            if size:
-                out.append((name, i, pos, pos + size))
-                pos += size
-    if bp.train_v:
-        out.append(("v", -1, pos, pos + bp.v.size))
-    return out
-
-
-def compressed_hvp(bp: BasePass, t: np.ndarray) -> np.ndarray:
-    """(QᵀH(W)Q) t written out by hand: one forward-tangent and one backward-tangent sweep, two matrix–vector
-    products per layer (W δa and Wᵀ δg), no compilation.  Equal to :func:`compressed_output`'s Hessian
-    times t (tests).  ``t`` is a flat coordinate vector in the layout of :func:`compressed_zero`.
-
-    With â = α⁽ˡ⁻¹⁾/‖·‖, ĝ = g_l/‖g_l‖, n = n_l, the directions δW_l = δu âᵀ + ĝ (P⊥δz)ᵀ (+ δb, δv) give
-    δα̃_l = (W_l δa + δu (â·a) + ĝ (P⊥δz·a))/√n + δb,   δa_l = σ'δα̃_l (+ δa_{l−1}, ResNet),
-    δb_L = δv/√m,   δg_l = σ''δα̃_l b_l + σ'δb_l,   δb_{l−1} = (W_lᵀδg_l + â(δu·g_l) + P⊥δz ‖g_l‖)/√n (+ δb_l),
-    and the Hessian-vector product is the tangent of the gradient
-    (∂f/∂u_l, ∂f/∂z_l, ∂f/∂b_l, ∂f/∂v) = (g_l(â·a)/√n, P⊥a ‖g_l‖/√n, g_l, α⁽ᴸ⁾/√m).
-    """
-    t = np.asarray(t, dtype=np.float64)
-    parts = {(name, i): t[lo:hi] for name, i, lo, hi in _layout(bp)}
-    L = len(bp.weights)
-    ahat = [_unit_np(a) for a in bp.inputs]
-    gnorm = [float(np.linalg.norm(g)) for g in bp.g]
-    ghat = [_unit_np(g) for g in bp.g]
-    dz, da = [None] * L, [None] * (L + 1)
-    da_prev = np.zeros_like(bp.inputs[0])
-    for i, w in enumerate(bp.weights):
-        a, n = bp.inputs[i], w.shape[1]
-        du, zz = parts[("u", i)], parts[("z", i)]
-        zp = zz - (zz @ ahat[i]) * ahat[i]
-        lin = (w @ da_prev.astype(w.dtype)).astype(np.float64) if i > 0 else 0.0
-        dz[i] = (lin + du * (ahat[i] @ a) + ghat[i] * (zp @ a)) / math.sqrt(n)
-        if bp.bias:
-            dz[i] = dz[i] + parts[("b", i)]
-        new = bp.s1[i] * dz[i]
-        da_prev = new + da_prev if (bp.residual and i > 0) else new
-        da[i + 1] = da_prev
-    da[0] = np.zeros_like(bp.inputs[0])
-    out = np.zeros_like(t)
-    slots = {(name, i): (lo, hi) for name, i, lo, hi in _layout(bp)}
-    db = parts[("v", -1)] / math.sqrt(bp.last.size) if bp.train_v else np.zeros_like(bp.last)
-    for i in range(L - 1, -1, -1):
-        w, a, n = bp.weights[i], bp.inputs[i], bp.weights[i].shape[1]
-        dg = bp.s2[i] * dz[i] * bp.b[i] + bp.s1[i] * db
-        g = bp.g[i]
-        lo, hi = slots[("u", i)]
-        out[lo:hi] = (dg * (ahat[i] @ a) + g * (ahat[i] @ da[i])) / math.sqrt(n)
-        lo, hi = slots[("z", i)]
-        zvec = (da[i] * gnorm[i] + a * (ghat[i] @ dg)) / math.sqrt(n)
-        out[lo:hi] = zvec - (zvec @ ahat[i]) * ahat[i]
-        if bp.bias:
-            lo, hi = slots[("b", i)]
-            out[lo:hi] = dg
-        if i > 0:
-            du, zz = parts[("u", i)], parts[("z", i)]
-            zp = zz - (zz @ ahat[i]) * ahat[i]
-            back = ((w.T @ dg.astype(w.dtype)).astype(np.float64) + ahat[i] * (du @ g) + zp * gnorm[i]) / math.sqrt(n)
-            db = back + db if bp.residual else back
-    if bp.train_v:
-        lo, hi = slots[("v", -1)]
-        out[lo:hi] = da[L] / math.sqrt(bp.last.size)
-    return out
-
-
-def _lift_np(bp: BasePass, y: np.ndarray, params: PyTree) -> PyTree:
-    """Q y (flat coordinates) as a unit direction with the structure of ``params`` (NumPy → JAX arrays)."""
-    parts = {(name, i): y[lo:hi] for name, i, lo, hi in _layout(bp)}
-    dtype = bp.weights[0].dtype
-    layers = []
-    for i in range(len(bp.weights)):
-        ah, gh = _unit_np(bp.inputs[i]), _unit_np(bp.g[i])
-        zz = parts[("z", i)]
-        zp = zz - (zz @ ah) * ah
-        d = {"W": np.outer(parts[("u", i)], ah) + np.outer(gh, zp)}
-        if bp.bias:
-            d["b"] = parts[("b", i)]
-        layers.append(d)
-    out: dict[str, Any] = {"layers": layers}
-    if bp.train_v:
-        out["v"] = parts[("v", -1)][:, None]
-    # ‖u âᵀ + ĝ zpᵀ‖_F² = ‖u‖² + ‖zp‖² because zp ⊥ â: the norm from the coordinates, no pass over m² entries
-    sq = 0.0
-    for name, i, _, _ in _layout(bp):
-        part = parts[(name, i)]
-        if name == "z":
-            ah = _unit_np(bp.inputs[i])
-            part = part - (part @ ah) * ah
-        sq += float(part @ part)
-    scale = 1.0 / math.sqrt(sq) if sq > 0 else 1.0
-    return jax.tree_util.tree_map(lambda leaf: jnp.asarray(np.asarray(leaf * scale, dtype=dtype)), out)
-
-
-def _compress_np(bp: BasePass, direction: PyTree) -> np.ndarray:
-    """Qᵀ U as flat coordinates (the adjoint of the lift), NumPy."""
-    out = np.zeros(_layout(bp)[-1][3])
-    for name, i, lo, hi in _layout(bp):
-        if name == "v":
-            out[lo:hi] = np.asarray(direction["v"], dtype=np.float64)[:, 0]
-        elif name == "b":
-            out[lo:hi] = np.asarray(direction["layers"][i]["b"], dtype=np.float64)
-        else:
-            dw = np.asarray(direction["layers"][i]["W"], dtype=np.float64)
-            ah, gh = _unit_np(bp.inputs[i]), _unit_np(bp.g[i])
-            if name == "u":
-                out[lo:hi] = dw @ ah
-            else:
-                z = dw.T @ gh
-                out[lo:hi] = z - (z @ ah) * ah
-    return out
-
-
-@dataclass(frozen=True)
-class HessianNorm:
-    """‖H(W)‖ of f(·; x) at one point.
-
-    Attributes:
-        value: max |λ(H)|.
-        eigenvalue: the signed eigenvalue with |eigenvalue| = value.
-        eigenvector: unit eigenvector (structure of ``params``).
-        iterations: Hessian-vector products (Lanczos) or N (dense).
-        residual: ‖Hu − λu‖/|λ| of the returned pair (computed on the compressed matrix).
-        converged: Lanczos convergence (always True for dense).
-        method: ``"arpack-compressed"``, ``"arpack-autodiff-compressed"``, ``"dense-compressed"``,
-            ``"lanczos-compressed"``, ``"arpack-full"`` or ``"lanczos-full"``.
-        size: the dimension of the space the eigenproblem was solved in (N or P).
-        kernel: K_{(x,x)}(W) = ‖∇_W f(W; x)‖² (None for ``"lanczos-full"``).
-    """
-
-    value: float
-    eigenvalue: float
-    eigenvector: PyTree
-    iterations: int
-    residual: float
-    converged: bool
-    method: str
-    size: int
-    kernel: float | None
-
-
-@jax.jit
-def _compressed_matvec(t, model, params, x, fr):
-    """(QᵀH(W)Q) t for a flat coordinate vector t (one forward-over-reverse pass, no m² temporaries)."""
-    spec = flat_spec(compressed_zero(model, params))
-    grad = jax.grad(lambda w: compressed_output(spec.unravel(w), model, params, x, fr))
-    return jax.jvp(grad, (jnp.zeros_like(t),), (t,))[1]
-
-
-@jax.jit
-def _full_matvec(t, model, params, x):
-    """H(W) t for a flat vector t over all P parameters (forward-over-reverse, no compression)."""
-    spec = flat_spec(params)
-    grad = jax.grad(lambda p: _full_output(p, model, x))
-    return spec.ravel(jax.jvp(grad, (params,), (spec.unravel(t),))[1])
-
-
-def _arpack(matvec, n: int, tol: float, start: np.ndarray | None, key: Array | None, max_iter: int):
-    """(λ, unit eigenvector, products, converged) for the eigenvalue of largest magnitude of the symmetric
-    operator ``matvec`` (float64 NumPy vectors in and out) on ℝⁿ, by ARPACK (scipy ``eigsh``, which="LM")."""
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
-    count = [0]
-
-    def mv(v: np.ndarray) -> np.ndarray:
-        count[0] += 1
-        return np.asarray(matvec(np.asarray(v, dtype=np.float64).ravel()), dtype=np.float64)
-
-    if start is None:
-        seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**31 - 1))
-        v0 = np.random.default_rng(seed).standard_normal(n)
-    else:
-        v0 = np.asarray(start, dtype=np.float64)
-    if n <= 2:
-        h = np.column_stack([mv(e) for e in np.eye(n)])
-        lam, vec = np.linalg.eigh(0.5 * (h + h.T))
-        i = int(np.argmax(np.abs(lam)))
-        return float(lam[i]), vec[:, i], count[0], True
-    op = LinearOperator((n, n), matvec=mv, dtype=np.float64)
-    ncv = int(min(n, 24 if start is None else 12))  # a warm start needs a short Krylov space
-    try:
-        lam, vec = eigsh(op, k=1, which="LM", tol=tol, v0=v0, ncv=ncv, maxiter=max(1, max_iter // ncv))
-        converged = True
-    except ArpackNoConvergence as err:  # pragma: no cover - reported, not raised
-        lam, vec, converged = err.eigenvalues, err.eigenvectors, False
-        if len(lam) == 0:
-            return float("nan"), v0 / np.linalg.norm(v0), count[0], False
-    u = vec[:, 0] / np.linalg.norm(vec[:, 0])
-    return float(lam[0]), u, count[0], converged
-
-
-def hessian_norm(
-    model: Any,
-    params: PyTree,
-    x: Any,
-    *,
-    method: str = "auto",
-    tol: float = 1e-6,
-    start: PyTree | None = None,
-    key: Array | None = None,
-    max_iter: int = 3000,
-    basis_size: int = 32,
-) -> HessianNorm:
-    """‖H(W)‖ = ‖∂²f(W; x)/∂W²‖ for an MLP/ResNet (compressed, exact range) or a CNN (full Lanczos).
-
-    Args:
-        model, params: the network and the point W.
-        x: one input.
-        method: for MLPs/ResNets ``"auto"`` = ``"arpack"`` (scipy's ARPACK on the compressed operator
-            y ↦ QᵀHQ y, applied by :func:`compressed_hvp` — NumPy, nothing to compile, so sweeps over
-            many shapes stay cheap), ``"arpack-autodiff"`` (the same with the operator from JAX autodiff
-            of :func:`compressed_output`), ``"dense"`` (QᵀHQ formed and diagonalized in float64 — exact,
-            N ≲ 2000), ``"lanczos"`` (:func:`ntkbook.hessian_spectral_norm` on the compressed function),
-            ``"full"`` (ARPACK on Hessian-vector products over all P parameters — no compression) or
-            ``"full-lanczos"``
-            (:func:`ntkbook.hessian_spectral_norm` on all P parameters).  CNNs use ``"full"`` unless
-            ``"full-lanczos"`` is asked for.
-        tol: relative tolerance of the eigenvalue (ARPACK/Lanczos).
-        start: a start direction with the structure of ``params`` (e.g. the eigenvector at a nearby
-            point — a warm start along a path); compressed first.
-        key: PRNG key of the random start vector.
-        max_iter, basis_size: iteration limits (``basis_size`` only for the Lanczos methods).
-    """
-    _check_model(model)
-    V.pytree_of_arrays("params", params)
-    V.choice("method", method, ("auto", "arpack", "arpack-autodiff", "dense", "lanczos", "full", "full-lanczos"))
-    x = _single_input(model, x)
-    if method == "full-lanczos":
-        res = hessian_spectral_norm(_full_output, params, args=(model, x), tol=tol, start=start, key=key,
-                                    max_iter=max_iter, basis_size=basis_size)
-        return HessianNorm(res.value, res.eigenvalue, res.eigenvector, res.iterations, res.residual,
-                           res.converged, "lanczos-full", flat_spec(params).size, None)
-    if isinstance(model, ConvNet) or method == "full":
-        pspec = flat_spec(params)
-        v0 = None if start is None else np.asarray(pspec.ravel(start), dtype=np.float64)
-
-        def full_mv(t):
-            return np.asarray(_full_matvec(jnp.asarray(t, pspec.dtype), model, params, x), dtype=np.float64)
-
-        lam, u, count, converged = _arpack(full_mv, pspec.size, tol, v0, key, max_iter)
-        hu = full_mv(u)
-        residual = float(np.linalg.norm(hu - lam * u) / abs(lam)) if lam != 0 else 0.0
-        return HessianNorm(abs(lam), lam, pspec.unravel(jnp.asarray(u, pspec.dtype)), count + 1, residual,
-                           converged, "arpack-full", pspec.size, None)
-    if method in ("auto", "arpack"):
-        bp = base_pass(model, params, x)
-        n = _layout(bp)[-1][3]
-        start_flat = None if start is None else _compress_np(bp, start)
-        if start_flat is not None and not np.any(start_flat):
-            start_flat = None
-        lam, u, count, converged = _arpack(lambda t: compressed_hvp(bp, t), n, tol, start_flat, key, max_iter)
-        hu = compressed_hvp(bp, u)
-        residual = float(np.linalg.norm(hu - lam * u) / abs(lam)) if lam != 0 else 0.0
-        return HessianNorm(abs(lam), lam, _lift_np(bp, u, params), count + 1, residual, converged,
-                           "arpack-compressed", n, bp.kernel)
-    fr = _frames(model, params, x)
-    y0 = compressed_zero(model, params)
-    spec = flat_spec(y0)
-    n = spec.size
-    ys = None
-    if start is not None:
-        ys = compress(start, model, params, fr)
-        if float(tree_norm(ys)) == 0.0:
-            ys = None
-    if method == "dense":
-        h = np.asarray(_dense_compressed_hessian(model, params, x, fr), dtype=np.float64)
-        h = 0.5 * (h + h.T)
-        lam, vec = np.linalg.eigh(h)
-        i = int(np.argmax(np.abs(lam)))
-        value = float(abs(lam[i]))
-        u = vec[:, i]
-        res_norm = float(np.linalg.norm(h @ u - lam[i] * u) / value) if value > 0 else 0.0
-        y = spec.unravel(jnp.asarray(u, spec.dtype))
-        return HessianNorm(value, float(lam[i]), _unit_tree(lift(y, model, params, fr)), n, res_norm, True,
-                           "dense-compressed", n, float(fr.kernel))
-    if method == "lanczos":
-        res = hessian_spectral_norm(compressed_output, y0, args=(model, params, x, fr), tol=tol, start=ys, key=key,
-                                    max_iter=max_iter, basis_size=basis_size)
-        vec = _unit_tree(lift(res.eigenvector, model, params, fr)) if res.eigenvector is not None else None
-        return HessianNorm(res.value, res.eigenvalue, vec, res.iterations, res.residual, res.converged,
-                           "lanczos-compressed", n, float(fr.kernel))
-    start_flat = None if ys is None else np.asarray(spec.ravel(ys), dtype=np.float64)
-
-    def comp_mv(t):
-        return np.asarray(_compressed_matvec(jnp.asarray(t, spec.dtype), model, params, x, fr), dtype=np.float64)
-
-    lam, u, count, converged = _arpack(comp_mv, n, tol, start_flat, key, max_iter)
-    hu = comp_mv(u)
-    residual = float(np.linalg.norm(hu - lam * u) / abs(lam)) if lam != 0 else 0.0
-    y = spec.unravel(jnp.asarray(u, spec.dtype))
-    return HessianNorm(abs(lam), lam, _unit_tree(lift(y, model, params, fr)), count + 1, residual, converged,
-                       "arpack-autodiff-compressed", n, float(fr.kernel))
-
-
-def _unit_tree(t: PyTree) -> PyTree:
-    n = tree_norm(t)
-    return tree_scale(1.0 / jnp.where(n > 0, n, 1.0), t)
+def kernel_at_input(model: Any, params: PyTree, x: Any) -> float:
+    """K_{(x,x)}(W) = ‖∇_W f(W; x)‖², float64 from the base pass of :mod:`ntkbook.hessian_compressed`
+    (MLP/ResNet; NaN for other models)."""
+    if not isinstance(model, (MLP, ResNet)):
+        return float("nan")
+    return base_pass(model, params, x).kernel
 
 
 # ---------------------------------------------------------------------------------------------
 # Layer tensors by autodiff (references) and their structured norms
 # ---------------------------------------------------------------------------------------------
-
-
-def layer_inputs(model: MLP | ResNet, params: PyTree, x: Any) -> list[Array]:
-    """α⁽ˡ⁻¹⁾, the input of every layer l = 1..L, at one input x."""
-    _check_dense_model(model)
-    x = _single_input(model, x)
-    return _forward(model, params, x)[1]
 
 
 def layer_tensors(model: MLP | ResNet, params: PyTree, x: Any, layer: int) -> dict[str, np.ndarray]:
@@ -707,27 +126,27 @@ def layer_tensors(model: MLP | ResNet, params: PyTree, x: Any, layer: int) -> di
         raise ValueError(f"layer {layer} has {m * n} weights; layer_tensors is a small-size reference (<= 4096)")
     act = model.activations[layer - 1]
     residual = isinstance(model, ResNet) and layer > 1
-    out = _layer_tensors(w, a, act, residual)
+    jw, ja, t = _layer_derivatives(w, a, act, residual)
+    mn = m * n
     as64 = partial(np.asarray, dtype=np.float64)
-    return {"jw": as64(out[0]), "ja": as64(out[1]), "ww": np.transpose(as64(out[2]), (1, 2, 0)),
-            "aw": np.transpose(as64(out[3]), (2, 1, 0)), "aa": np.transpose(as64(out[4]), (1, 2, 0))}
+    t = as64(t)  # (m, mn + n, mn + n): second derivatives in z = (vec W, α⁽ˡ⁻¹⁾)
+    return {"jw": as64(jw), "ja": as64(ja), "ww": np.transpose(t[:, :mn, :mn], (1, 2, 0)),
+            "aw": np.transpose(t[:, :mn, mn:], (2, 1, 0)), "aa": np.transpose(t[:, mn:, mn:], (1, 2, 0))}
 
 
 @partial(jax.jit, static_argnames=("act", "residual"))
-def _layer_tensors(w, a, act, residual):
+def _layer_derivatives(w, a, act, residual):
+    """(∂φ/∂W, ∂φ/∂a, ∂²φ/∂z²) of φ(W, a) = σ(Wa/√n) (+ a) with z = (vec W, a) — the second derivatives
+    by :func:`ntkbook.hessian.second_derivative_tensor`, the blocks ww, aw, aa cut out by the caller."""
     m, n = w.shape
 
-    def phi_flat(wf, a):
-        out = act(jnp.matmul(wf.reshape(m, n), a, precision=HIGHEST) / math.sqrt(n))
-        return out + a if residual else out
+    def phi(z):
+        out = act(jnp.matmul(z[: m * n].reshape(m, n), z[m * n:], precision=HIGHEST) / math.sqrt(n))
+        return out + z[m * n:] if residual else out
 
-    wf = w.reshape(-1)
-    jw = jax.jacrev(phi_flat, argnums=0)(wf, a)
-    ja = jax.jacrev(phi_flat, argnums=1)(wf, a)
-    ww = jax.jacfwd(jax.jacrev(phi_flat, argnums=0), argnums=0)(wf, a)  # (m, mn, mn)
-    aw = jax.jacfwd(jax.jacrev(phi_flat, argnums=0), argnums=1)(wf, a)  # (m, mn, n)
-    aa = jax.jacfwd(jax.jacrev(phi_flat, argnums=1), argnums=1)(wf, a)  # (m, n, n)
-    return jw, ja, ww, aw, aa
+    z = jnp.concatenate([w.reshape(-1), a])
+    jac = jax.jacrev(phi)(z)
+    return jac[:, : m * n], jac[:, m * n:], second_derivative_tensor(phi, z)
 
 
 DENSE_FACTOR_MAX = 512
@@ -736,20 +155,17 @@ matrix-free operator (converged to a relative tolerance of 1e-12)."""
 
 
 def _top_eig_sym(matvec, n: int) -> float:
-    """λ_max of a symmetric positive semi-definite n × n operator given by its matrix–vector product.
+    """λ_max of a symmetric positive semi-definite n × n operator given by its matrix–vector product
+    (``matvec`` maps (n, k) blocks to (n, k) blocks), by :func:`ntkbook.eigen.extreme_eigenpairs`.
 
-    Dense (LAPACK, the top eigenvalue only) for n ≤ :data:`DENSE_FACTOR_MAX`, else ARPACK (which="LA",
-    tol = 1e-12) on the operator — O(n²) per product instead of O(n³).
+    Dense (the matrix from one block product with the identity, LAPACK) for n ≤ :data:`DENSE_FACTOR_MAX`,
+    else ARPACK (which="LA", tol = 1e-12, ncv = 40) on the operator — O(n²) per product instead of O(n³).
     """
     if n <= DENSE_FACTOR_MAX:
-        b = matvec(np.eye(n))
-        b = 0.5 * (b + b.T)
-        return float(scipy.linalg.eigh(b, eigvals_only=True, subset_by_index=[n - 1, n - 1])[0])
-    from scipy.sparse.linalg import LinearOperator, eigsh
-
-    op = LinearOperator((n, n), matvec=lambda v: matvec(v.reshape(n, -1)).ravel(), dtype=np.float64)
-    v0 = np.random.default_rng(0).standard_normal(n)
-    return float(eigsh(op, k=1, which="LA", tol=1e-12, v0=v0, ncv=min(n, 40), maxiter=10_000)[0][0])
+        return float(extreme_eigenpairs(matvec(np.eye(n)), which="LA", method="dense", vectors=False).value)
+    op = SymmetricOperator(lambda v: matvec(v.reshape(n, 1)).ravel(), np.zeros(n), backend="numpy")
+    res = extreme_eigenpairs(op, which="LA", method="arpack", tol=1e-12, basis_size=40, max_iter=400_000)
+    return float(res.value)
 
 
 def _spectral_norm(a: np.ndarray) -> float:
@@ -774,7 +190,7 @@ def layer_factors(model: MLP | ResNet, params: PyTree, x: Any) -> dict[str, np.n
     ``taa``: a dense eigensolver for n ≤ :data:`DENSE_FACTOR_MAX`, ARPACK to a relative 1e-12 above).
     """
     _check_no_bias(model)
-    x = _single_input(model, x)
+    x = single_input(model, x)
     bp = base_pass(model, params, x)
     ins, s1, s2, b = bp.inputs, bp.s1, bp.s2, bp.b
     residual = isinstance(model, ResNet)
@@ -925,7 +341,8 @@ def hessian_bounds(factors: Mapping[str, np.ndarray], *, include_v: bool) -> dic
         thm += q["C2"] * q["Q_L"] / math.sqrt(factors["width"][-1])
     ww = beta[:depth, :depth]
     lemma = float(ww.sum() + (beta[:depth, depth].sum() if include_v else 0.0))
-    return {"blockwise": float(np.linalg.eigvalsh(beta)[-1]), "lemma_f1": lemma, "theorem_3_1": float(thm), **q}
+    blockwise = extreme_eigenpairs(beta, which="LA", method="dense", vectors=False).value
+    return {"blockwise": float(blockwise), "lemma_f1": lemma, "theorem_3_1": float(thm), **q}
 
 
 def eq_17_terms(factors: Mapping[str, np.ndarray]) -> dict[str, float]:
@@ -966,7 +383,7 @@ def eigenvalue_gradient(model: Any, params: PyTree, x: Any, direction: PyTree) -
     For a simple eigenvalue λ(W) with unit eigenvector u, ∇_W λ = ∇_W (uᵀH(W)u) (Hellmann–Feynman).
     """
     _check_model(model)
-    x = _single_input(model, x)
+    x = single_input(model, x)
     value, grad, _ = _second_directional_grad(model, params, x, direction)
     return float(value), grad
 
@@ -1025,10 +442,10 @@ def ascend_hessian_norm(
     """
     radius = V.positive_float("radius", radius)
     steps = V.positive_int("steps", steps, minimum=0)
-    x = _single_input(model, x)
+    x = single_input(model, x)
     p = start if start is not None else params0
-    cur = hessian_norm(model, p, x, tol=tol)
-    start_value, products, evaluations, history = cur.value, cur.iterations, 1, []
+    cur = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol)
+    start_value, products, evaluations, history = cur.value, cur.products, 1, []
     trial = initial_step * radius
     for _ in range(steps):
         _, g, gn = _second_directional_grad(model, p, x, cur.eigenvector)
@@ -1040,8 +457,9 @@ def ascend_hessian_norm(
             dtype = jax.tree_util.tree_leaves(p)[0].dtype
             q = _step_and_project(p, g, params0, jnp.asarray(math.copysign(trial / gn, cur.eigenvalue), dtype),
                                   jnp.asarray(radius, dtype))
-            new = hessian_norm(model, q, x, tol=tol, start=cur.eigenvector)
-            products += new.iterations
+            new = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=tol,
+                                        start=cur.eigenvector)
+            products += new.products
             evaluations += 1
             if new.value > cur.value:
                 p, cur, accepted = q, new, True
@@ -1052,7 +470,8 @@ def ascend_hessian_norm(
         if not accepted:
             break
     return {"value": cur.value, "params": p, "distance": float(_distance(p, params0)), "history": history,
-            "start_value": start_value, "products": products, "evaluations": evaluations, "kernel": cur.kernel}
+            "start_value": start_value, "products": products, "evaluations": evaluations,
+            "kernel": kernel_at_input(model, p, x)}
 
 
 @partial(jax.jit, static_argnames=("length",))
@@ -1117,9 +536,6 @@ def structured_norms_check(key: Array, *, width: int = 10, depth: int = 3, input
     quantity) with ``formula``, ``reference`` (spectral norm or exact (2,2,1)-norm of the autodiff
     tensor) and ``exact`` (whether :func:`ntkbook.norm_221` certified its value).
     """
-    from ..models.resnet import resnet
-    from ..norms import norm_221
-
     width = V.positive_int("width", width)
     for name in models:
         V.choice("models", name, ("MLP", "ResNet"))
@@ -1158,17 +574,15 @@ def _n221(norm_221, t: np.ndarray) -> tuple[float, bool]:
 def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
     """‖H‖ from the compressed operator against references that do not use the range argument.
 
-    * small networks (``small_width``, float64): the dense P × P autodiff Hessian (eigvalsh) against
-      the dense compressed matrix QᵀHQ and ARPACK on it — ``small_models`` among "MLP", "ResNet";
+    * small networks (``small_width``, float64): the dense P × P autodiff Hessian (LAPACK) against the
+      dense compressed matrix QᵀHQ (autodiff) and ARPACK on the hand-written compressed product —
+      ``small_models`` among "MLP", "ResNet";
     * one larger network (``large_width``, float32): an eigensolver on all P parameters
-      (``reference_method``: ``"full"`` ARPACK, or ``"full-lanczos"`` :func:`ntkbook.hessian_spectral_norm`)
-      against ARPACK on the compressed operator.
+      (``reference_method``: ``"full"`` ARPACK, or ``"full-lanczos"`` Krylov–Schur Lanczos) against
+      ARPACK on the compressed operator — all through :func:`ntkbook.hessian_spectral_norm`.
 
     Rows: ``network``, ``P``, ``N``, ``reference``, ``compressed``, ``method``, ``products``.
     """
-    from ..hessian import dense_spectral_norm
-    from ..models.resnet import resnet
-
     d, depth = settings.input_dim, settings.depth
     rows = []
     with jax.enable_x64(True):
@@ -1180,18 +594,22 @@ def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str,
             model, params = make[name]()
             ref = dense_spectral_norm(lambda p, model=model: _full_output(p, model, x), params)
             p_size, n_size = flat_spec(params).size, compressed_dimension(model, params)
-            for method in ("dense", "arpack"):
-                h = hessian_norm(model, params, x, method=method, tol=1e-12)
+            for operator, method in (("compressed", "dense"), ("compressed-numpy", "arpack")):
+                h = hessian_spectral_norm(at_input(model.apply, x), params, operator=operator, method=method,
+                                          tol=1e-12)
                 rows.append({"network": f"{name}, m = {m} (float64)", "P": p_size, "N": n_size, "reference": ref,
-                             "compressed": h.value, "method": h.method, "products": h.iterations})
+                             "compressed": h.value, "method": f"{h.method}-compressed", "products": h.products})
     m = settings.large_width
     model, params = mlp(jax.random.fold_in(key, 5), (m,) * depth, input_dim=d)
     x = unit_scale_input(jax.random.fold_in(key, 1), d)
-    full = hessian_norm(model, params, x, method=settings.reference_method, tol=settings.tol)
-    comp = hessian_norm(model, params, x, tol=settings.tol)
-    rows.append({"network": f"MLP, m = {m} (float32)", "P": full.size, "N": comp.size,
-                 "reference": full.value, "compressed": comp.value, "method": comp.method,
-                 "products": comp.iterations, "reference_products": full.iterations})
+    solver = {"full": "arpack", "full-lanczos": "lanczos"}[settings.reference_method]
+    full = hessian_spectral_norm(at_input(model.apply, x), params, operator="full", method=solver, tol=settings.tol)
+    comp = hessian_spectral_norm(at_input(model.apply, x), params, operator="compressed-numpy", method="arpack",
+                                 tol=settings.tol)
+    rows.append({"network": f"MLP, m = {m} (float32)", "P": flat_spec(params).size,
+                 "N": compressed_dimension(model, params), "reference": full.value, "compressed": comp.value,
+                 "method": f"{comp.method}-compressed", "products": comp.products,
+                 "reference_products": full.products})
     return rows
 
 
@@ -1217,11 +635,12 @@ def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
         f = layer_factors(model, params, x)
         terms = eq_17_terms(f)
         bnd = hessian_bounds(f, include_v=False)
-        h = hessian_norm(model, params, x)
+        h = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack", tol=1e-6)
         row = {"width": m, "seed": s, "jw1": f["jw"][0], "taa2": f["taa"][1], "taw2": f["taw"][1],
                "tww2": f["tww"][1], "tww1": f["tww"][0], "b_inf1": f["b_inf"][0], "b_inf2": f["b_inf"][1],
                "b_two1": f["b_two"][0], "b_two2": f["b_two"][1], "ja2": f["ja"][1], **terms,
-               "blockwise": bnd["blockwise"], "lemma_f1": bnd["lemma_f1"], "hessian": h.value, "kernel": h.kernel}
+               "blockwise": bnd["blockwise"], "lemma_f1": bnd["lemma_f1"], "hessian": h.value,
+               "kernel": kernel_at_input(model, params, x)}
         for key_, val in row.items():
             rows.setdefault(key_, []).append(val)
     return {k: np.asarray(v) for k, v in rows.items()}
@@ -1249,9 +668,10 @@ def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray
         for r, p in points:
             f = layer_factors(model, p, x)
             bnd = hessian_bounds(f, include_v=True)
-            h = hessian_norm(model, p, x, tol=settings.tol)
+            h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
             prior = a_priori_layer_jacobian(model, p0, p)
-            row = {"depth": L, "width": m, "seed": s, "radius": r, "hessian": h.value, "kernel": h.kernel,
+            row = {"depth": L, "width": m, "seed": s, "radius": r, "hessian": h.value,
+                   "kernel": kernel_at_input(model, p, x),
                    "ja_max": float(np.nanmax(f["ja"])), "L_phi_a_priori": float(np.nanmax(prior)), **bnd}
             for key_, val in row.items():
                 rows.setdefault(key_, []).append(val)
@@ -1302,30 +722,17 @@ def rate_interval(fit: Any, expected: float, widths: Sequence[int], *, power: fl
 
 __all__ = [
     "DENSE_FACTOR_MAX",
-    "BasePass",
-    "Frames",
-    "HessianNorm",
     "a_priori_layer_jacobian",
     "ascend_hessian_norm",
-    "base_pass",
     "block_bounds",
-    "compress",
-    "compressed_dimension",
-    "compressed_hessian",
-    "compressed_hvp",
-    "compressed_output",
-    "compressed_zero",
     "compression_check",
     "eigenvalue_gradient",
     "eq_17_terms",
-    "frames",
     "gd_checkpoints",
     "hessian_bounds",
-    "hessian_norm",
+    "kernel_at_input",
     "layer_factors",
-    "layer_inputs",
     "layer_tensors",
-    "lift",
     "log_factor_allowance",
     "project_to_ball",
     "proposition_3_1",

@@ -9,8 +9,8 @@ Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Appendices G–H of the su
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
   autodiff Hessian misses the Dirac masses of σ'' (:func:`segment_defect`).
 
-All Hessian norms come from :func:`ntkbook.experiments.deep_hessian.hessian_norm` (exact range
-compression for MLPs/ResNets, Lanczos on all parameters for CNNs).
+All Hessian norms come from :func:`ntkbook.hessian_spectral_norm` with ``operator="auto"`` and ARPACK
+(exact range compression for MLPs/ResNets, Hessian-vector products on all parameters for CNNs).
 """
 
 from __future__ import annotations
@@ -24,20 +24,17 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..eigen import lambda_max
 from ..fitting import power_law_fit
+from ..hessian import at_input, hessian_spectral_norm
+from ..hessian_compressed import single_input
 from ..kernels import empirical_ntk
 from ..models import mlp
 from ..models.conv import conv_net
 from ..models.resnet import resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
-from .deep_hessian import (
-    _single_input,
-    ascend_hessian_norm,
-    gd_checkpoints,
-    hessian_norm,
-    unit_scale_input,
-)
+from .deep_hessian import ascend_hessian_norm, gd_checkpoints, kernel_at_input, unit_scale_input
 
 Array = jax.Array
 PyTree = Any
@@ -79,8 +76,9 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     """
     x = xs[0]
     tol = settings.tol
-    h0 = hessian_norm(model, params0, x, tol=tol)
-    out: dict[str, Any] = {"h0": h0.value, "k0": h0.kernel, "products": h0.iterations, "radii": list(settings.radii)}
+    h0 = hessian_spectral_norm(at_input(model.apply, x), params0, operator="auto", method="arpack", tol=tol)
+    out: dict[str, Any] = {"h0": h0.value, "k0": kernel_at_input(model, params0, x), "products": h0.products,
+                           "radii": list(settings.radii)}
     out["sphere"], out["ascent"], out["ascent_distance"], out["ascent_kernel"] = [], [], [], []
     best_point = params0
     if list(settings.radii) != sorted(settings.radii):
@@ -89,9 +87,10 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         vals = []
         for i in range(settings.sphere_points):
             p = _sphere_point(jax.random.fold_in(key, 100 * j + i), params0, float(r))
-            h = hessian_norm(model, p, x, tol=tol, start=h0.eigenvector)
+            h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol,
+                                      start=h0.eigenvector)
             vals.append(h.value)
-            out["products"] += h.iterations
+            out["products"] += h.products
         out["sphere"].append(vals)
         # the balls are nested: start from the maximizer found in the previous (smaller) ball
         asc = ascend_hessian_norm(model, params0, x, float(r), steps=settings.ascent_steps, tol=tol,
@@ -102,16 +101,16 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         out["ascent_kernel"].append(asc["kernel"])
         out["products"] += asc["products"]
     k = np.asarray(empirical_ntk(model.apply, params0, xs), np.float64)  # structured (MLP and ResNet)
-    lr = xs.shape[0] / float(np.linalg.eigvalsh(k)[-1])
+    lr = xs.shape[0] / float(lambda_max(k))
     gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings.gd_steps,
                         checkpoints=settings.gd_checkpoints)
     gh, gk, start = [], [], h0.eigenvector
     for p in gd["points"]:
-        h = hessian_norm(model, p, x, tol=tol, start=start)
+        h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol, start=start)
         gh.append(h.value)
-        gk.append(h.kernel)
+        gk.append(kernel_at_input(model, p, x))
         start = h.eigenvector
-        out["products"] += h.iterations
+        out["products"] += h.products
     out.update(gd_hessian=gh, gd_kernel=gk, gd_distance=[float(gd["distances"][t - 1]) for t in gd["times"]],
                gd_max_distance=float(np.max(gd["distances"])),
                gd_loss=[float(gd["losses"][0]), gd["final_loss"]], lr=lr)
@@ -194,8 +193,8 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
         widths = tuple(m for _ in range(L)) if j == 0 else tuple(m if i == j - 1 else base for i in range(L))
         model, p = mlp(jax.random.fold_in(key, 10_000 * j + 100 * s + m), widths, input_dim=d,
                        activation=settings.activation)
-        h = hessian_norm(model, p, x, tol=settings.tol)
-        for k_, v in zip(rows, (j, m, min(widths), s, h.value, h.kernel), strict=True):
+        h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
+        for k_, v in zip(rows, (j, m, min(widths), s, h.value, kernel_at_input(model, p, x)), strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}
 
@@ -237,12 +236,12 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
         else:
             model, p = resnet(k, m, settings.resnet_depth, input_dim=settings.input_dim)
             x = xr
-        h0 = hessian_norm(model, p, x, tol=settings.tol)
+        h0 = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
         q = _sphere_point(jax.random.fold_in(k, 3), p, float(settings.radius))
-        h1 = hessian_norm(model, q, x, tol=settings.tol, start=h0.eigenvector)
+        h1 = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=settings.tol,
+                                   start=h0.eigenvector)
         size = sum(a.size for a in jax.tree_util.tree_leaves(p))
-        vals = (arch, m, s, size, h0.value, h1.value, np.nan if h0.kernel is None else h0.kernel,
-                h0.iterations + h1.iterations)
+        vals = (arch, m, s, size, h0.value, h1.value, kernel_at_input(model, p, x), h0.products + h1.products)
         for k_, v in zip(rows, vals, strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}
@@ -263,12 +262,12 @@ def activation_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nd
     rows: dict[str, list] = {k: [] for k in ("activation", "width", "seed", "h0", "ascent", "kernel", "L_phi")}
     for act, m, s in progress(pieces, desc="activations", total=len(pieces)):
         model, p = mlp(jax.random.fold_in(key, 1000 * s + m), (m,) * L, input_dim=d, activation=act)
-        h0 = hessian_norm(model, p, x, tol=settings.tol)
+        h0 = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
         asc = ascend_hessian_norm(model, p, x, float(settings.radius), steps=settings.ascent_steps,
                                   tol=settings.tol)
         f = layer_factors(model, p, x) if m <= settings.factor_max_width else None
         lphi = float(np.nanmax(f["ja"])) if f is not None else np.nan
-        for k_, v in zip(rows, (act, m, s, h0.value, asc["value"], h0.kernel, lphi), strict=True):
+        for k_, v in zip(rows, (act, m, s, h0.value, asc["value"], kernel_at_input(model, p, x), lphi), strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}
 
@@ -296,7 +295,7 @@ def segment_defect(model: Any, params0: PyTree, params1: PyTree, x: Any, *, node
     |K(W₁) − K(W₀)|/K(W₀) with K = ‖∇f‖².
     """
     nodes = V.positive_int("nodes", nodes)
-    x = _single_input(model, x)
+    x = single_input(model, x)
     t, w = np.polynomial.legendre.leggauss(nodes)
     dtype = jax.tree_util.tree_leaves(params0)[0].dtype
     ts, ws = jnp.asarray((t + 1) / 2, dtype), (w / 2)
@@ -325,7 +324,7 @@ def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.
         k = jax.random.fold_in(key, 1000 * s + m)
         model, p0 = mlp(k, (m,) * L, input_dim=d, activation=act)
         p1 = tree_axpy(r, random_direction(jax.random.fold_in(k, 1), p0), p0)
-        h0 = hessian_norm(model, p0, x, tol=settings.tol)
+        h0 = hessian_spectral_norm(at_input(model.apply, x), p0, operator="auto", method="arpack", tol=settings.tol)
         seg = segment_defect(model, p0, p1, x, nodes=settings.nodes)
         for k_, v in zip(rows, (act, m, s, h0.value, seg["defect"], seg["kernel_change"]), strict=True):
             rows[k_].append(v)

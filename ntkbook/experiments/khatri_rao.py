@@ -29,6 +29,7 @@ from .. import activations as acts
 from .. import covariance as cov
 from .. import khatri_rao as kr
 from ..data import sphere
+from ..eigen import extreme_eigenpairs, lambda_min
 from ..progress import progress
 
 Array = jax.Array
@@ -117,13 +118,13 @@ def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndar
             for s in range(settings.seeds):
                 x = _sphere(jax.random.fold_in(jax.random.fold_in(key, 1000 * d + s), n), n, d)
                 g2 = kr.hadamard_gram(x, 2)
-                ev = np.linalg.eigvalsh(g2)
-                lam = float(ev[0])
+                ev = extreme_eigenpairs(g2, which="BE", method="dense", vectors=False)
+                lam = float(ev.lambda_min)
                 norm = kr.spectral_norm(x)
                 s2 = lam if lam > kr.gram_resolution(g2) else 0.0
                 for name, value in (("d", d), ("n", n), ("D", big_d), ("seed", s), ("norm", norm),
                                     ("sigma2", s2), ("lambda_min_raw", lam),
-                                    ("gram_norm", float(ev[-1])), ("resolution", kr.gram_resolution(g2)),
+                                    ("gram_norm", float(ev.lambda_max)), ("resolution", kr.gram_resolution(g2)),
                                     ("kappa", math.sqrt(d / n) * norm / s2 if s2 > 0 else math.inf),
                                     ("mp", kr.marchenko_pastur_edge(n, d))):
                     out[name].append(value)
@@ -150,7 +151,7 @@ def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str 
 
     def measure(x: np.ndarray) -> dict[str, float]:
         g2 = kr.hadamard_gram(x, 2)
-        lam2 = float(np.linalg.eigvalsh(g2)[0])
+        lam2 = float(lambda_min(g2))
         sig = cov.neural_network_covariance(x, activation)
         return {"sigma": kr.sigma_min_khatri_rao(x), "lambda_min_gram": lam2, "kappa": kr.kappa(x),
                 "lam": cov.lambda_min(sig), "norm": kr.spectral_norm(x), "tol_gram": gram_tolerance(g2),
@@ -255,7 +256,7 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
     rows = []
     for i, (n, d) in enumerate(settings.shapes):
         x = _sphere(jax.random.fold_in(key, i), n, d)
-        s2 = max(float(np.linalg.eigvalsh(kr.hadamard_gram(x, 2))[0]), 0.0)
+        s2 = max(float(lambda_min(kr.hadamard_gram(x, 2))), 0.0)
         for a in settings.activations:
             sig = cov.neural_network_covariance(x, a)
             c = acts.constants(a)
@@ -320,12 +321,12 @@ def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
 
     def record(kind: str, a: np.ndarray, b: np.ndarray) -> None:
         ab = a * b
-        ev_ab, ev_a = np.linalg.eigvalsh(ab), np.linalg.eigvalsh(a)
+        ev_ab, ev_a = (extreme_eigenpairs(m, which="BE", method="dense", vectors=False) for m in (ab, a))
         rows["kind"].append(kind)
-        rows["lmin_AB"].append(float(ev_ab[0]))
-        rows["lower"].append(float(np.min(np.diag(b)) * ev_a[0]))
-        rows["lmax_AB"].append(float(ev_ab[-1]))
-        rows["upper"].append(float(np.max(np.diag(b)) * ev_a[-1]))
+        rows["lmin_AB"].append(float(ev_ab.lambda_min))
+        rows["lower"].append(float(np.min(np.diag(b)) * ev_a.lambda_min))
+        rows["lmax_AB"].append(float(ev_ab.lambda_max))
+        rows["upper"].append(float(np.max(np.diag(b)) * ev_a.lambda_max))
 
     for i in range(pairs):
         k = rng_keys[i]

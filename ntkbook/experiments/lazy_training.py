@@ -23,6 +23,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Callable, Mapping
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -32,7 +33,9 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation
+from ..eigen import EigenResult, extreme_eigenpairs, lambda_max, refine_unconverged, spectral_norm
 from ..fitting import PowerLawFit, log_factor_allowance
+from ..hessian import dense_hessian, hessian_spectral_norm
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
@@ -218,8 +221,8 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
     def one(key):
         model, p0 = shallow_network(key, m, input_dim=x.shape[1], activation=activation)
         k0 = empirical_ntk(model.apply, p0, x)
-        lam = jnp.linalg.eigvalsh(k0)
-        lr = lr_factor / lam[-1]
+        lam = extreme_eigenpairs(k0, which="BE", method="dense", vectors=False)
+        lr = lr_factor / lam.lambda_max
         run = gd_run(model.apply, p0, x, y, lr, steps)
         p1 = run["params"]
         delta = tree_sub(p1, p0)
@@ -241,8 +244,8 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
             "eq2_bound_global": jnp.max((gap0 - res1) / g_glob),
             "max_residual": jnp.max(res1),
             "kernel_change": relative_change(k1, k0),
-            "lambda_min": lam[0],
-            "lambda_max": lam[-1],
+            "lambda_min": lam.lambda_min,
+            "lambda_max": lam.lambda_max,
             "A": a,
             "B": b,
             "kappa": a * b,
@@ -310,25 +313,17 @@ def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
         a = jnp.linalg.norm(f_bar(p0, x) - y / alpha)
         # Chizat's factors of αf̄ itself, by autodiff (dense Hessians: this width is small)
         ka = empirical_ntk(f_alpha, p0, x)
-        shape = p0["w"].shape
-        ha = jax.vmap(lambda xi: _dense_hessian_norm(lambda w: f_alpha({"w": w.reshape(shape)}, xi[None])[0],
-                                                     p0["w"].ravel()))(x)
+        ha = jax.vmap(lambda xi: hessian_spectral_norm(lambda p, xi: f_alpha(p, xi[None])[0], p0, args=(xi,),
+                                                       method="dense").value)(x)
         a_direct = jnp.linalg.norm(f_alpha(p0, x) - y)
         b_direct = jnp.max(ha / jnp.diag(ka))
-        lam = jnp.linalg.eigvalsh(ka)
-        run = gd_run(f_alpha, p0, x, y, lr_factor / lam[-1], steps)
+        run = gd_run(f_alpha, p0, x, y, lr_factor / lambda_max(ka), steps)
         k1 = empirical_ntk(f_alpha, run["params"], x)
         return {"A": a, "B": b, "kappa": a * b, "A_direct": a_direct, "B_direct": b_direct,
                 "kappa_direct": a_direct * b_direct, "dist2": tree_norm(tree_sub(run["params"], p0)),
                 "kernel_change": relative_change(k1, ka), "final_loss": run["loss"][-1]}
 
     return jax.vmap(one)(keys)
-
-
-def _dense_hessian_norm(fn: Callable[[Array], Array], w: Array) -> Array:
-    """max |λ(∂²fn/∂w²)| from the dense Hessian of fn at the flat vector w (small models only)."""
-    h = jax.hessian(fn)(w)
-    return jnp.max(jnp.abs(jnp.linalg.eigvalsh(0.5 * (h + h.T))))
 
 
 def rescaling_equals_label_rescaling(key: Array, *, width: int, alpha: float, steps: int,
@@ -407,8 +402,8 @@ def parameterization_identities(key: Array, *, widths: tuple[int, ...] = (5, 4),
         out_err = float(jnp.max(jnp.abs(model.apply(params, x) - lecun.apply(lparams, x))))
         jac = np.asarray(_jit_jacobian(model, params, x))
         jac_l = np.asarray(_jit_jacobian(lecun, lparams, x))
-        h = np.asarray(_jit_hessian(model, params, x[0]))
-        hl = np.asarray(_jit_hessian(lecun, lparams, x[0]))
+        h = np.asarray(dense_hessian(_output_at, params, model, x[0]))
+        hl = np.asarray(dense_hessian(_output_at, lparams, lecun, x[0]))
         # Eq. (38): equal fan-ins → one σ_m
         m = widths[0]
         sq, sqp = mlp(jax.random.fold_in(key, 2), (m, m), input_dim=m, activation=activation, dtype=jnp.float64)
@@ -416,8 +411,8 @@ def parameterization_identities(key: Array, *, widths: tuple[int, ...] = (5, 4),
         ratios = []
         for mod, prm in ((sq, sqp), to_lecun(sq, sqp)):
             j = np.asarray(_jit_jacobian(mod, prm, xs))
-            hh = np.asarray(_jit_hessian(mod, prm, xs[0]))
-            ratios.append(np.linalg.eigvalsh(j @ j.T)[-1] / np.max(np.abs(np.linalg.eigvalsh(hh))))
+            hh = np.asarray(dense_hessian(_output_at, prm, mod, xs[0]))
+            ratios.append(float(lambda_max(j @ j.T)) / spectral_norm(hh))
     scales = layer_scales(model)
     sizes = [int(np.prod(leaf.shape)) for leaf in jax.tree_util.tree_leaves(params)]  # layers..., v
     d = np.concatenate([np.full(n, s) for n, s in zip(sizes, scales, strict=True)])
@@ -438,39 +433,31 @@ def _jit_jacobian(model, params, x):
     return jacobian_matrix(model.apply, params, x)
 
 
-@jax.jit
-def _jit_hessian(model, params, x):
-    """Dense Hessian of f(·; x) in the flattened leaf order (small models only)."""
-    from jax.flatten_util import ravel_pytree
-
-    flat, unravel = ravel_pytree(params)
-    return jax.hessian(lambda w: model.apply(unravel(w), x[None])[0])(flat)
-
-
 PARAMETERIZATION_FIELDS = ("width", "seed", "parameterization", "kernel_norm", "hessian_norm", "ratio", "dist2",
                            "max_residual", "lanczos_residual")
 LANCZOS_RESIDUAL_TOL = 1e-5
 """Relative Ritz residual above which the fixed-step Lanczos value is recomputed by the restarted solver."""
 
 
-def _recompute_unconverged(row: dict[str, np.ndarray], keys: Array, x: Array, m: int, activation: str,
-                           name: str) -> None:
-    """Replace fixed-step Lanczos values whose residual is too large (or not finite) by
-    :func:`ntkbook.hessian_spectral_norm` (restarted Lanczos, run to a relative residual of 1e-6).
+def refined_hessian_norms(batch: EigenResult, keys: Array, x: Array, m: int, activation: str,
+                          name: str) -> EigenResult:
+    """The fixed-step Lanczos norms of one width, those with a residual above ``LANCZOS_RESIDUAL_TOL`` (or not
+    finite) recomputed by :func:`ntkbook.hessian_spectral_norm` (restarted Lanczos, tol 1e-6) through
+    :func:`ntkbook.eigen.refine_unconverged`.
 
     Fixed-step Lanczos is what makes the seeds vmappable, but in LeCun coordinates the Hessian's
-    layers live on very different scales and a fixed number of steps is occasionally not enough.
+    layers live on very different scales and a fixed number of steps is occasionally not enough.  Each
+    recomputed network is rebuilt from its own key (seed ``s`` of ``keys``) and the solver starts from
+    ``jax.random.key(0)``, so which values are recomputed and what they become depend only on the data.
     """
-    from ..hessian import hessian_spectral_norm
 
-    bad = np.flatnonzero(~(row["lanczos_residual"] <= LANCZOS_RESIDUAL_TOL))
-    for s in bad:
+    def solve(s: int) -> EigenResult:
         model, params = mlp(keys[s], (m, m), input_dim=x.shape[1], activation=activation)
         if name == "lecun":
             model, params = to_lecun(model, params)
-        res = hessian_spectral_norm(_output_at, params, args=(model, x[0]), tol=1e-6)
-        row["hessian_norm"][s] = res.value
-        row["lanczos_residual"][s] = res.residual
+        return hessian_spectral_norm(_output_at, params, args=(model, x[0]), tol=1e-6)
+
+    return refine_unconverged(batch, solve, tol=LANCZOS_RESIDUAL_TOL)
 
 
 def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
@@ -496,8 +483,9 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
         out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
                                       float(settings.lr_factor), int(settings.lanczos_steps))
         for name in ("ntk", "lecun"):
-            row = {k: np.array(v) for k, v in out[name].items()}
-            _recompute_unconverged(row, keys, x, int(m), activation, name)
+            row = {k: np.array(v) for k, v in out[name].items() if k != "hessian"}
+            h = refined_hessian_norms(out[name]["hessian"], keys, x, int(m), activation, name)
+            row["hessian_norm"], row["lanczos_residual"] = h.value, h.residual
             row["ratio"] = row["kernel_norm"] / row["hessian_norm"]
             row["width"] = np.full(settings.seeds, int(m))
             row["seed"] = np.arange(settings.seeds)
@@ -514,14 +502,12 @@ def _output_at(params: PyTree, model: Any, x: Array) -> Array:
 
 @partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps"))
 def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos_steps):
-    from ..hessian import lanczos_fixed_steps
-
     def measure(model, params):
         k0 = empirical_ntk(model.apply, params, x)
-        lam = jnp.linalg.eigvalsh(k0)[-1]
-        h = lanczos_fixed_steps(_output_at, params, (model, x[0]), num_steps=lanczos_steps)
+        lam = lambda_max(k0)
+        h = hessian_spectral_norm(_output_at, params, args=(model, x[0]), method="fixed", num_steps=lanczos_steps)
         p1 = gd_run(model.apply, params, x, y, lr_factor / lam, steps)["params"]
-        return {"kernel_norm": lam, "hessian_norm": h["value"], "lanczos_residual": h["residual"],
+        return {"kernel_norm": lam, "hessian": replace(h, eigenvector=None),
                 "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(model.apply(p1, x) - y))}
 
     def one(key):

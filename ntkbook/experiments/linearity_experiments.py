@@ -61,6 +61,7 @@ import numpy as np
 from .. import _validation as V
 from ..activations import swish
 from ..data.gaussian_classes import LabelledData, gaussian_classes
+from ..eigen import lambda_max
 from ..fitting import PowerLawFit, power_law_fit
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, nonlinear_output
@@ -117,7 +118,7 @@ def step_sizes(kernels: Any, n: int, curvature: float, *, factor: float = 1.0) -
     factor = V.positive_float("factor", factor)
     if k.shape[-1] != k.shape[-2]:
         raise ValueError(f"kernels must be square, got shape {k.shape}")
-    lam = np.linalg.eigvalsh(0.5 * (k + np.swapaxes(k, -1, -2)))[..., -1]
+    lam = lambda_max(k)
     if np.any(lam <= 0):
         raise ValueError("a kernel has no positive eigenvalue: the model does not move under gradient descent")
     return factor * n / (curvature * lam)
@@ -252,7 +253,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     n = data.x.shape[0]
     kernels0 = logit_kernels(model, params, data.x)
     lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings.lr_factor)
-    lam = np.linalg.eigvalsh(kernels0)[:, -1]
+    lam = lambda_max(kernels0)
     if training == "cross_entropy":
         apply_fn, loss, tol, unit = model.apply, "cross_entropy", loss_tol, 1.0
         track = {"linear": model.apply}

@@ -35,6 +35,7 @@ from .. import covariance as cov
 from .. import khatri_rao as kr
 from ..activations import constants, get_activation
 from ..data.sphere import uniform_sphere
+from ..eigen import extreme_eigenpairs
 from ..fitting import fit_geometric_rate
 from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
@@ -90,8 +91,8 @@ def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
 
 
 def _eig_extremes(a: np.ndarray) -> tuple[float, float]:
-    vals = np.linalg.eigvalsh(0.5 * (a + a.T))
-    return float(vals[0]), float(vals[-1])
+    ev = extreme_eigenpairs(a, which="BE", method="dense", vectors=False)
+    return float(ev.lambda_min), float(ev.lambda_max)
 
 
 # ---------------------------------------------------------------------------------------------

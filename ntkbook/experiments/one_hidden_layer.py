@@ -3,7 +3,7 @@
 f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢ x), x ∈ ℝ, wᵢ ~ N(0, 1) trained, vᵢ ∈ {±1} fixed.
 
 * :func:`hessian_against_closed_form` — autodiff Hessian vs diag(vᵢ σ''(wᵢx) x² / √m) (Eq. 9);
-* :func:`second_derivative_tensor` — ∂²α/∂w² (Eq. 13) by autodiff, for the (2,2,1)-norm bound Eq. (12);
+* :func:`eq13_tensor` — ∂²α/∂w² (Eq. 13) by autodiff, for the (2,2,1)-norm bound Eq. (12);
 * :func:`width_sweep` — ‖H‖ (matrix-free Lanczos and closed form), the bound β_σ x²/√m, K(x, x) and
   its infinite-width limit x² E[σ'(wx)²] (Eq. 10), ‖∂f/∂α‖_∞ = 1/√m and ‖∂f/∂α‖ = 1 (Eq. 15), across
   widths, seeds and inputs.
@@ -21,7 +21,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from ..activations import Activation, get_activation
-from ..hessian import dense_hessian, hessian_spectral_norm
+from ..eigen import spectral_norm
+from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
 from ..models import ShallowNetwork, shallow_network
 from ..progress import progress
 from ..quadrature import gaussian_expectation
@@ -64,8 +65,9 @@ def hessian_against_closed_form(key: Array, *, width: int, x: float, activation:
         }
 
 
-def second_derivative_tensor(model: ShallowNetwork, params: Any, x: float) -> np.ndarray:
-    """T_ijk = ∂²α_k / ∂w_i ∂w_j (Eq. 13, shape (m, m, m)) by forward-over-reverse autodiff.
+def eq13_tensor(model: ShallowNetwork, params: Any, x: float) -> np.ndarray:
+    """T_ijk = ∂²α_k / ∂w_i ∂w_j (Eq. 13, shape (m, m, m)) by forward-over-reverse autodiff
+    (:func:`ntkbook.hessian.second_derivative_tensor`, output index moved last).
 
     Differentiating αₖ = σ(wₖx) twice gives σ''(wₖx) x² on i = j = k (Eq. 13 of the paper prints
     σ'(wₖx) x, a typo: its own Eq. 9 uses σ'').
@@ -75,7 +77,7 @@ def second_derivative_tensor(model: ShallowNetwork, params: Any, x: float) -> np
         return model.activation(w * x)
 
     w = params["w"][:, 0]
-    t = jax.jacfwd(jax.jacrev(alpha))(w)  # (k, i, j)
+    t = second_derivative_tensor(alpha, w)  # (k, i, j)
     return np.transpose(np.asarray(t), (1, 2, 0))
 
 
@@ -168,7 +170,7 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
     from ..norms import norm_221
 
     model, params = shallow_network(key, width, activation=activation)
-    t221 = norm_221(second_derivative_tensor(model, params, x))
+    t221 = norm_221(eq13_tensor(model, params, x))
     if not t221.exact:
         raise ValueError(f"width={width}: the (2,2,1)-norm of an m × m × m tensor is enumerated only for m <= 16")
     inf_norm, two_norm = dfdalpha_norms(model)
@@ -178,7 +180,7 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
         "t221_closed": float(jnp.max(jnp.abs(model.activation.derivative(params["w"][:, 0] * x, 2)))) * x**2,
         "dfdalpha_inf": inf_norm,
         "dfdalpha_2": two_norm,
-        "hessian": float(np.max(np.abs(np.linalg.eigvalsh(np.asarray(hess, dtype=np.float64))))),
+        "hessian": spectral_norm(hess),
         "bound": t221.value * inf_norm,
     }
 

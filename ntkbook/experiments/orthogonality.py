@@ -39,6 +39,7 @@ from .. import _validation as V
 from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
+from ..eigen import lambda_max
 from ..models import MLP, mlp
 from ..models.densenet import DenseNet, densenet
 from ..quadrature import gaussian_expectation
@@ -191,7 +192,7 @@ def mean_abs_cos(gram: Any) -> Array:
 
 def frame_constant(gram: Any) -> Array:
     """λ_max of the cosine matrix, per input: the constant in Σᵢ((θ−θ₀)ᵀnᵢ)² ≤ λ_max‖θ−θ₀‖² (Eq. 18 assumes 1)."""
-    return jnp.linalg.eigvalsh(cosine_matrix(gram))[..., -1]
+    return lambda_max(cosine_matrix(gram))
 
 
 @cache
