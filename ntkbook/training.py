@@ -31,18 +31,22 @@ recorded steps and at the step where each run stops, and short runs can keep the
 group advance in lock step (vmapped: one batched kernel per operation), the groups one after the
 other inside the same compiled program (``lax.map``).  A group's loop counter is shared, so kernels
 and other trackers are computed only at recorded steps (a ``lax.cond`` on an unbatched predicate),
-and a group stops as soon as all its runs have stopped.  On an accelerator one group of all runs is
-best.  On a CPU a batched operation is no cheaper per run than R separate ones once one run's
-operation is large enough to be efficient on its own, and R times larger intermediates fall out of
-the cache (measured in ``benchmarks/run.py``): :func:`default_group_size` stacks runs only while a
-group's largest intermediate stays small (:data:`CPU_GROUP_BYTES`).
+and a group stops as soon as all its runs have stopped; a group of one run stops at its own step and
+never computes anything for a finished run.  On an accelerator one group of all runs is best.  On a
+CPU XLA's batched matrix products are slower per run than R separate products once one run's arrays
+are more than a few kB, and R-times larger intermediates leave the cache, so :func:`default_group_size`
+stacks runs only for very small models (:data:`CPU_STACK_BYTES`) and otherwise runs them one after the
+other in the compiled program — never slower than a Python loop over the runs, which also pays a call
+per run.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from functools import lru_cache, partial
+from functools import lru_cache
 from typing import Any, NamedTuple
 
 import jax
@@ -479,38 +483,51 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
 # ---------------------------------------------------------------------------------------------
 
 
-@partial(jax.jit, static_argnames=("spec", "group_size"))
-def _train_compiled(spec: _Spec, group_size: int, params, lr, x, y, batches, below, above):
+_group_compiled = jax.jit(_group_loop, static_argnames=("spec",))
+
+
+def _run_groups(spec: _Spec, group_size: int, params, lr, x, y, batches, below, above) -> dict[str, Any]:
+    """Run the groups of ``group_size`` runs, each as one call of the same compiled loop.
+
+    On a CPU the groups are spread over one thread per core (each XLA loop runs on the thread that calls
+    it); the last group is padded by repeating its last run (the copies are dropped).  Returns NumPy arrays
+    with the runs on the leading axis."""
     runs = lr.shape[0]
-    groups = -(-runs // group_size)
-    padded = groups * group_size
-
-    def pad(a):  # repeat the last run; its copies are dropped at the end
-        return a if padded == runs else jnp.concatenate([a, jnp.repeat(a[-1:], padded - runs, axis=0)])
-
     per_run = {"params": params, "lr": lr, "below": below, "above": above}
     if spec.per_run_data:
         per_run |= {"x": x, "y": y}
     if batches is not None and batches.ndim == 3:
         per_run["batches"] = batches
-    per_run = jax.tree_util.tree_map(pad, per_run)
+    x64 = jax.dtypes.canonicalize_dtype(np.float64) == np.float64  # threads do not inherit jax.enable_x64
 
-    def one_group(g):
-        return _group_loop(spec, g["params"], g["lr"], g.get("x", x), g.get("y", y), g.get("batches", batches),
-                           g["below"], g["above"])
+    def one(start: int) -> dict[str, Any]:
+        stop = min(start + group_size, runs)
+        idx = np.minimum(np.arange(start, start + group_size), stop - 1)  # pad by repeating the last run
+        with jax.enable_x64(x64):
+            g = per_run if group_size >= runs else jax.tree_util.tree_map(lambda a: a[idx], per_run)
+            out = _group_compiled(spec, g["params"], g["lr"], g.get("x", x), g.get("y", y), g.get("batches", batches),
+                                  g["below"], g["above"])
+            return jax.tree_util.tree_map(lambda a: np.asarray(a)[:stop - start], out)
 
-    if groups == 1:
-        out = one_group(per_run)
+    starts = list(range(0, runs, group_size))
+    workers = min(len(starts), os.cpu_count() or 1) if jax.default_backend() == "cpu" else 1
+    if workers == 1:
+        parts = [one(start) for start in starts]
     else:
-        grouped = jax.tree_util.tree_map(lambda a: a.reshape((groups, group_size, *a.shape[1:])), per_run)
-        out = jax.lax.map(one_group, grouped)
-        out = jax.tree_util.tree_map(lambda a: a.reshape((padded, *a.shape[2:])), out)
-    return jax.tree_util.tree_map(lambda a: a[:runs], out)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            parts = list(pool.map(one, starts))
+    return parts[0] if len(parts) == 1 else jax.tree_util.tree_map(lambda *a: np.concatenate(a), *parts)
 
+
+CPU_STACK_BYTES = 16 << 10
+"""On a CPU, runs are stacked into vmapped groups only when one run's largest intermediate array (from the
+jaxpr of one gradient evaluation) is at most this many bytes.  Measured (``benchmarks/run.py``, one core,
+process time, the Figure 1 network, N = 60): stacking 10 runs saves 1.5× at width 32 (7.7 kB), breaks even
+at 128 (31 kB) and costs 1.3× at 256 (61 kB) and 2.5× at 2048 (0.5 MB), where XLA's batched matrix
+products and R-times larger intermediates are slower than R separate runs one after the other."""
 
 CPU_GROUP_BYTES = 1 << 20
-"""On a CPU, runs are stacked into one vmapped group only while the group's largest intermediate array
-(from the jaxpr of one gradient evaluation) stays below this many bytes (about the L2 cache)."""
+"""… and a group's largest intermediate stays below this many bytes (about the L2 cache)."""
 
 
 def largest_intermediate_bytes(apply_fn: ApplyFn, params: PyTree, x: Any, y: Any, loss: str = "square") -> int:
@@ -541,7 +558,8 @@ def largest_intermediate_bytes(apply_fn: ApplyFn, params: PyTree, x: Any, y: Any
 def _shape_key(tree: Any) -> Any:
     """A hashable description of a pytree's structure, shapes and dtypes."""
     leaves, treedef = jax.tree_util.tree_flatten(tree)
-    return treedef, tuple((tuple(np.shape(a)), str(np.result_type(a))) for a in leaves)
+    return treedef, tuple((tuple(np.shape(a)), str(a.dtype if hasattr(a, "dtype") else np.result_type(a)))
+                          for a in leaves)
 
 
 @lru_cache(maxsize=256)
@@ -562,13 +580,17 @@ def _per_run_bytes(apply_fn: ApplyFn, loss: str, params_key: Any, x_key: Any, y_
 
 
 def default_group_size(runs: int, per_run_bytes: int, *, backend: str | None = None) -> int:
-    """How many runs advance in lock step: all of them on an accelerator; on a CPU as many as keep a
-    group's largest intermediate under :data:`CPU_GROUP_BYTES`, at least one."""
+    """How many runs advance in lock step: all of them on an accelerator; on a CPU one at a time unless one
+    run's largest intermediate is at most :data:`CPU_STACK_BYTES`, and then as many as keep a group's under
+    :data:`CPU_GROUP_BYTES`."""
     runs = V.positive_int("runs", runs)
     backend = jax.default_backend() if backend is None else backend
+    per_run_bytes = max(int(per_run_bytes), 1)
     if backend != "cpu":
         return runs
-    return int(max(1, min(runs, CPU_GROUP_BYTES // max(int(per_run_bytes), 1))))
+    if per_run_bytes > CPU_STACK_BYTES:
+        return 1
+    return int(max(1, min(runs, CPU_GROUP_BYTES // per_run_bytes)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -640,14 +662,43 @@ def _tracker_tuple(track: Mapping[str, Any] | None, record_steps: tuple[int, ...
     return tuple(out)
 
 
-def _prepare(apply_fn, params, x, y, *, lr, stop, loss, optimizer, track, record_steps, batches, keep_path,
-             runs, per_run_data, measure_updates):
+def _stop_rule(stop: Any) -> StopRule:
+    if isinstance(stop, int) and not isinstance(stop, bool):
+        return StopRule(stop)
+    if not isinstance(stop, StopRule):
+        raise TypeError(f"stop must be a StopRule (or a number of steps), got {type(stop).__name__}")
+    return stop
+
+
+def _make_spec(apply_fn, *, stop: StopRule, loss, optimizer, track, record_steps, keep_path, sgd, per_run_data,
+               measure_updates) -> _Spec:
+    """Check the arguments shared by :func:`train` and :func:`train_traced` and build the static description
+    of the loop."""
     V.callable_("apply_fn", apply_fn)
-    V.pytree_of_arrays("params", params)
     V.choice("loss", loss, LOSSES)
     V.callable_("optimizer", optimizer)
-    if not isinstance(stop, StopRule):
-        raise TypeError(f"stop must be a StopRule, got {type(stop).__name__}")
+    max_steps = stop.max_steps
+    if sgd and stop.early:
+        raise ValueError("SGD (batches given) runs a fixed number of steps: stop must have no loss_below "
+                         "or diverge_above")
+    if keep_path and stop.early:
+        raise ValueError("keep_path needs a fixed number of steps (a StopRule without loss_below/diverge_above)")
+    rec = (np.unique(np.asarray(record_steps, np.int64)) if record_steps is not None
+           else record_schedule(max_steps) if max_steps > 0 else np.zeros(1, np.int64))
+    if rec.ndim != 1 or rec.size == 0 or rec[0] < 0 or rec[-1] > max_steps:
+        raise ValueError(f"record_steps must lie in [0, max_steps={max_steps}]")
+    rec = tuple(int(s) for s in rec)
+    return _Spec(apply_fn, loss, optimizer, _tracker_tuple(track, rec, max_steps), rec, max_steps, stop.early,
+                 stop.loss_below is not None, stop.diverge_above is not None, bool(keep_path), sgd,
+                 bool(per_run_data), bool(measure_updates))
+
+
+def _prepare(apply_fn, params, x, y, *, lr, stop, loss, optimizer, track, record_steps, batches, keep_path,
+             runs, per_run_data, measure_updates):
+    spec = _make_spec(apply_fn, stop=stop, loss=loss, optimizer=optimizer, track=track, record_steps=record_steps,
+                      keep_path=keep_path, sgd=batches is not None, per_run_data=per_run_data,
+                      measure_updates=measure_updates)
+    V.pytree_of_arrays("params", params)
     y = V.array("y", y)
     for i, leaf in enumerate(jax.tree_util.tree_leaves(x)):
         V.array(f"x (leaf {i})", leaf)
@@ -677,9 +728,6 @@ def _prepare(apply_fn, params, x, y, *, lr, stop, loss, optimizer, track, record
                          f"{f' ({num_runs},)' if runs else ''}, got {lr!r}")
     max_steps = stop.max_steps
     if batches is not None:
-        if stop.early:
-            raise ValueError("SGD (batches given) runs a fixed number of steps: stop must have no loss_below "
-                             "or diverge_above")
         b = np.asarray(batches)
         if not np.issubdtype(b.dtype, np.integer) or b.ndim not in (2, 3) or (b.ndim == 3 and not runs):
             raise ValueError("batches must be integer indices of shape (steps, batch) or, per run, "
@@ -691,21 +739,9 @@ def _prepare(apply_fn, params, x, y, *, lr, stop, loss, optimizer, track, record
         if b.size and (b.min() < 0 or b.max() >= n):
             raise ValueError(f"batches must index the n = {n} training inputs")
         batches = jnp.asarray(b, jnp.int32)
-    if keep_path and stop.early:
-        raise ValueError("keep_path needs a fixed number of steps (a StopRule without loss_below/diverge_above)")
-    rec = (np.unique(np.asarray(record_steps, np.int64)) if record_steps is not None
-           else record_schedule(max_steps) if max_steps > 0 else np.zeros(1, np.int64))
-    if rec.ndim != 1 or rec.size == 0 or rec[0] < 0 or rec[-1] > max_steps:
-        raise ValueError(f"record_steps must lie in [0, max_steps={max_steps}]")
-    rec = tuple(int(s) for s in rec)
-    below = stop.loss_below
-    above = stop.diverge_above
-    spec = _Spec(apply_fn, loss, optimizer, _tracker_tuple(track, rec, max_steps), rec, max_steps, stop.early,
-                 below is not None, above is not None, bool(keep_path), batches is not None, bool(per_run_data),
-                 bool(measure_updates))
     lr = _per_run("lr", lr_arr, num_runs, dtype, 0.0)
-    below = _per_run("stop.loss_below", below, num_runs, dtype, -np.inf)
-    above = _per_run("stop.diverge_above", above, num_runs, dtype, np.inf)
+    below = _per_run("stop.loss_below", stop.loss_below, num_runs, dtype, -np.inf)
+    above = _per_run("stop.diverge_above", stop.diverge_above, num_runs, dtype, np.inf)
     return spec, num_runs, lr, x, y, batches, below, above
 
 
@@ -758,8 +794,7 @@ def train(
     Returns:
         a :class:`TrainResult`.
     """
-    if isinstance(stop, int) and not isinstance(stop, bool):
-        stop = StopRule(stop)
+    stop = _stop_rule(stop)
     spec, num_runs, lr, x, y, batches, below, above = _prepare(
         apply_fn, params, x, y, lr=lr, stop=stop, loss=loss, optimizer=optimizer, track=track,
         record_steps=record_steps, batches=batches, keep_path=keep_path, runs=runs, per_run_data=per_run_data,
@@ -769,8 +804,7 @@ def train(
         group_size = 1 if num_runs == 1 else default_group_size(num_runs, _per_run_bytes(
             apply_fn, loss, *(_shape_key(a) for a in (stacked, x, y, batches)), per_run_data))
     group_size = min(V.positive_int("group_size", group_size), num_runs)
-    out = _train_compiled(spec, group_size, stacked, lr, x, y, batches, below, above)
-    out = jax.tree_util.tree_map(np.asarray, out)
+    out = _run_groups(spec, group_size, stacked, lr, x, y, batches, below, above)
     if not runs:
         out = jax.tree_util.tree_map(lambda a: a[0], out)
     return TrainResult(params=out["params"], loss=out["loss"], steps=out["steps"], converged=out["converged"],
@@ -806,26 +840,16 @@ def train_traced(
     steps: a batched stopping rule turns the recording conditionals into selects (every step pays
     for the trackers).
     """
-    if isinstance(stop, int) and not isinstance(stop, bool):
-        stop = StopRule(stop)
-    if not isinstance(stop, StopRule):
-        raise TypeError(f"stop must be a StopRule, got {type(stop).__name__}")
-    V.choice("loss", loss, LOSSES)
-    max_steps = stop.max_steps
-    rec = (np.unique(np.asarray(record_steps, np.int64)) if record_steps is not None
-           else record_schedule(max_steps) if max_steps > 0 else np.zeros(1, np.int64))
-    if rec.size == 0 or rec[0] < 0 or rec[-1] > max_steps:
-        raise ValueError(f"record_steps must lie in [0, max_steps={max_steps}]")
-    rec = tuple(int(s) for s in rec)
-    if keep_path and stop.early:
-        raise ValueError("keep_path needs a fixed number of steps (a StopRule without loss_below/diverge_above)")
+    stop = _stop_rule(stop)
+    if isinstance(stop.loss_below, tuple) or isinstance(stop.diverge_above, tuple):
+        raise ValueError("train_traced trains one run: stop.loss_below and stop.diverge_above must be numbers")
     if batches is not None:
         batches = jnp.asarray(batches, jnp.int32)
-        if stop.early or batches.ndim != 2:
-            raise ValueError("batches must be (steps, batch) indices with a fixed number of steps")
-    spec = _Spec(apply_fn, loss, optimizer, _tracker_tuple(track, rec, max_steps), rec, max_steps, stop.early,
-                 stop.loss_below is not None, stop.diverge_above is not None, bool(keep_path), batches is not None,
-                 False, bool(measure_updates))
+        if batches.ndim != 2:
+            raise ValueError(f"batches must be (steps, batch) indices, got shape {batches.shape}")
+    spec = _make_spec(apply_fn, stop=stop, loss=loss, optimizer=optimizer, track=track, record_steps=record_steps,
+                      keep_path=keep_path, sgd=batches is not None, per_run_data=False,
+                      measure_updates=measure_updates)
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     lr = jnp.reshape(jnp.asarray(lr, dtype), (1,))
     below = jnp.full((1,), -jnp.inf if stop.loss_below is None else stop.loss_below, dtype)
@@ -833,12 +857,13 @@ def train_traced(
     stacked = jax.tree_util.tree_map(lambda a: jnp.asarray(a)[None], params)
     out = _group_loop(spec, stacked, lr, x, y, batches, below, above)
     out = jax.tree_util.tree_map(lambda a: a[0], out)
-    out["record_steps"] = np.asarray(rec)
+    out["record_steps"] = np.asarray(spec.record_steps)
     return out
 
 
 __all__ = [
     "CPU_GROUP_BYTES",
+    "CPU_STACK_BYTES",
     "LOSSES",
     "StopRule",
     "Tracker",

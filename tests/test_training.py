@@ -278,7 +278,10 @@ def test_tracking_equals_recomputation_at_the_recorded_steps(x64):
 
 def test_group_size_rule():
     assert training.default_group_size(10, 1 << 10, backend="gpu") == 10
-    assert training.default_group_size(10, training.CPU_GROUP_BYTES // 4, backend="cpu") == 4
+    assert training.default_group_size(10, training.CPU_STACK_BYTES, backend="cpu") == 10
+    assert training.default_group_size(100, training.CPU_STACK_BYTES, backend="cpu") == \
+        training.CPU_GROUP_BYTES // training.CPU_STACK_BYTES
+    assert training.default_group_size(10, training.CPU_STACK_BYTES + 1, backend="cpu") == 1
     assert training.default_group_size(10, 10 * training.CPU_GROUP_BYTES, backend="cpu") == 1
     model, params = models.mlp(jax.random.key(0), (32,), input_dim=1, output_dim=3)
     x, y = jnp.ones((60, 1)), jnp.ones((60, 3))

@@ -178,7 +178,7 @@ def _advance(group, nets, weights, outw, x, y, d, d_pad, n, lr, tol, steps, acti
     stop = StopRule(steps, loss_below=tuple(tol**2 * scale), diverge_above=tuple(DIVERGED**2 * scale))
     with jax.enable_x64(np.dtype(dtype) == np.float64):  # threads do not inherit the caller's x64 context
         res = train(PaddedNetwork(activation), {"w": w}, {"x": xr, "v": v}, yr, lr=n * lr, stop=stop, runs=True,
-                    per_run_data=True, record_steps=[0])
+                    per_run_data=True, record_steps=[0], group_size=runs)  # all networks in lock step
     rel = np.sqrt(np.asarray(res.loss, np.float64) / scale)
     return res.params["w"][:len(group)], res.steps[:len(group)], res.converged[:len(group)], \
         res.diverged[:len(group)], rel[:len(group)]
