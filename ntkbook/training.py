@@ -55,6 +55,7 @@ import numpy as np
 import optax
 
 from . import _validation as V
+from .hessian import lanczos_fixed_steps
 from .kernels import empirical_ntk, flatten_ntk, relative_change
 
 Array = jax.Array
@@ -226,18 +227,14 @@ class _HessianNorm:
     num_steps: int
 
     def __call__(self, params: PyTree, x: Any, y: Any = None) -> Array:
-        from .hessian import lanczos_fixed_steps
-
         xi = jax.tree_util.tree_map(lambda a: a[self.index], x)
         return lanczos_fixed_steps(self.output, params, (xi,), num_steps=self.num_steps)["value"]
 
 
-def _output_at(apply_fn: ApplyFn) -> Callable[..., Array]:
-    return _OutputAt(apply_fn)
-
-
 @dataclass(frozen=True, eq=True)
 class _OutputAt:
+    """(params, xᵢ) ↦ the first output of the model at one input (the function whose Hessian is tracked)."""
+
     apply_fn: ApplyFn
 
     def __call__(self, params: PyTree, xi: Any) -> Array:
@@ -251,7 +248,7 @@ def hessian_norm(apply_fn: ApplyFn, *, input_index: int = 0, num_steps: int = 32
     V.callable_("apply_fn", apply_fn)
     input_index = V.positive_int("input_index", input_index, minimum=0)
     num_steps = V.positive_int("num_steps", num_steps, minimum=2)
-    return Tracker(_HessianNorm(_output_at(apply_fn), input_index, num_steps), None, steps)
+    return Tracker(_HessianNorm(_OutputAt(apply_fn), input_index, num_steps), None, steps)
 
 
 def distance_from_start() -> Tracker:
@@ -579,10 +576,11 @@ def _per_run_bytes(apply_fn: ApplyFn, loss: str, params_key: Any, x_key: Any, y_
     return largest_intermediate_bytes(apply_fn, params, x, y, loss)
 
 
-def default_group_size(runs: int, per_run_bytes: int, *, backend: str | None = None) -> int:
-    """How many runs advance in lock step: all of them on an accelerator; on a CPU one at a time unless one
+def default_group_size(runs: int, per_run_bytes: int, *, backend: str | None = None, cores: int | None = None) -> int:
+    """How many runs advance in lock step: all of them on an accelerator.  On a CPU one at a time unless one
     run's largest intermediate is at most :data:`CPU_STACK_BYTES`, and then as many as keep a group's under
-    :data:`CPU_GROUP_BYTES`."""
+    :data:`CPU_GROUP_BYTES` — but never fewer groups than ``cores`` (default: the machine's), so that every
+    core gets a group (:func:`train` runs the groups in one thread per core)."""
     runs = V.positive_int("runs", runs)
     backend = jax.default_backend() if backend is None else backend
     per_run_bytes = max(int(per_run_bytes), 1)
@@ -590,7 +588,8 @@ def default_group_size(runs: int, per_run_bytes: int, *, backend: str | None = N
         return runs
     if per_run_bytes > CPU_STACK_BYTES:
         return 1
-    return int(max(1, min(runs, CPU_GROUP_BYTES // per_run_bytes)))
+    cores = V.positive_int("cores", os.cpu_count() or 1 if cores is None else cores)
+    return int(max(1, min(-(-runs // cores), CPU_GROUP_BYTES // per_run_bytes)))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -278,11 +278,12 @@ def test_tracking_equals_recomputation_at_the_recorded_steps(x64):
 
 def test_group_size_rule():
     assert training.default_group_size(10, 1 << 10, backend="gpu") == 10
-    assert training.default_group_size(10, training.CPU_STACK_BYTES, backend="cpu") == 10
-    assert training.default_group_size(100, training.CPU_STACK_BYTES, backend="cpu") == \
+    assert training.default_group_size(10, training.CPU_STACK_BYTES, backend="cpu", cores=1) == 10
+    assert training.default_group_size(10, training.CPU_STACK_BYTES, backend="cpu", cores=2) == 5
+    assert training.default_group_size(10, training.CPU_STACK_BYTES, backend="cpu", cores=3) == 4
+    assert training.default_group_size(1000, training.CPU_STACK_BYTES, backend="cpu", cores=1) == \
         training.CPU_GROUP_BYTES // training.CPU_STACK_BYTES
-    assert training.default_group_size(10, training.CPU_STACK_BYTES + 1, backend="cpu") == 1
-    assert training.default_group_size(10, 10 * training.CPU_GROUP_BYTES, backend="cpu") == 1
+    assert training.default_group_size(10, training.CPU_STACK_BYTES + 1, backend="cpu", cores=1) == 1
     model, params = models.mlp(jax.random.key(0), (32,), input_dim=1, output_dim=3)
     x, y = jnp.ones((60, 1)), jnp.ones((60, 3))
     # the largest array of ∇L for this network: the (60, 32) hidden activations, float32
