@@ -8,8 +8,8 @@ results come back with the same leading axis.  R is padded to a multiple of the 
 by repeating the last run; :func:`unpad` drops the copies.  With one device nothing changes.
 
 The padded runs compute exactly what the run they copy computes, so a run that finishes late is
-not delayed by them, and the loop of :func:`ntkbook.training.gd_with_kernel_tracking` stops when
-every run, copies included, has stopped.
+not delayed by them, and the loop of :func:`ntkbook.training.train` stops when every run, copies
+included, has stopped.
 """
 
 from __future__ import annotations

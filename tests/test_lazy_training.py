@@ -129,29 +129,6 @@ def test_circle_data():
         lt.circle_data(0)
 
 
-def test_gd_run_matches_closed_form_for_linear_model(x64):
-    """For f(w) = Xw, GD on ½‖Xw − y‖² is w_{t+1} = w_t − ηXᵀ(Xw_t − y)."""
-    rng = np.random.default_rng(0)
-    a = rng.normal(size=(5, 3))
-    y = rng.normal(size=5)
-    w = np.zeros(3)
-    eta, steps = 0.05, 30
-    losses, l1 = [], 0.0
-    for _ in range(steps):
-        r = a @ w - y
-        losses.append(0.5 * r @ r)
-        l1 += np.abs(r).sum()
-        w = w - eta * a.T @ r
-    losses.append(0.5 * np.sum((a @ w - y) ** 2))
-    run = lt.gd_run(lambda p, x: x @ p["w"], {"w": jnp.zeros(3)}, jnp.asarray(a), jnp.asarray(y), eta, steps,
-                    track=lambda p: {"norm": jnp.linalg.norm(p["w"])})
-    np.testing.assert_allclose(run["params"]["w"], w, rtol=1e-12)
-    np.testing.assert_allclose(run["loss"], losses, rtol=1e-12)
-    np.testing.assert_allclose(run["residual_l1"], l1, rtol=1e-12)
-    assert run["track"]["norm"].shape == (steps + 1,)
-    np.testing.assert_allclose(run["track"]["norm"][-1], np.linalg.norm(w), rtol=1e-12)
-
-
 def test_shallow_hessian_norm_against_dense(x64):
     from ntkbook.hessian import dense_spectral_norm
 

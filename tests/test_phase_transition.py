@@ -11,42 +11,63 @@ import numpy as np
 import pytest
 
 from ntkbook import reproduce, scales
+from ntkbook.activations import get_activation
 from ntkbook.experiments import moderate as mo
 from ntkbook.experiments import phase_transition as pt
 
 
-def test_pack_places_every_network_once_within_the_width():
-    sizes = {i: k for i, k in enumerate([1, 3, 4, 7, 9, 12, 12, 25])}
-    rows, width = pt.pack(sizes)
-    placed = [i for row in rows for i in row if i >= 0]
-    assert sorted(placed) == sorted(sizes)
-    assert width % 4 == 0 and width >= 25 + 1
-    assert all(sizes[a] + (sizes[b] if b >= 0 else 0) <= width for a, b in rows)
-    assert len(rows) < len(sizes)  # pairs were formed
+def _plain_gd_residuals(x, y, w, v, lr, activation, steps):
+    """‖f(W_τ) − y‖, τ = 0..steps, of a hand-written float64 GD on ½‖φ(XWᵀ)v − y‖² (Eq. 2.1) — independent of
+    ntkbook.training.  φ and φ' are the engine's (the registry's ``value_and_prime``, tested against jax.nn in test_activations;
+    φ' = 1{z ≥ 0} for ReLU, the paper's generalized derivative), evaluated in float64."""
+    pair = get_activation(activation).value_and_prime
+    out = []
+    with jax.enable_x64(True):
+        for _ in range(steps + 1):
+            z = x @ w.T
+            phi, dphi = (np.asarray(a) for a in pair(jnp.asarray(z)))
+            r = phi @ v - y
+            out.append(np.linalg.norm(r))
+            w = w - lr * ((r[:, None] * v[None, :]) * dphi).T @ x
+    return np.asarray(out)
 
 
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
 @pytest.mark.parametrize("activation", ["softplus", "relu"])
-def test_packed_engine_agrees_with_plain_gradient_descent(activation):
-    """Every (k, trial) of a column: the stopping iteration of the packed float32 engine equals the
-    first iteration at which a plain float64 GD (moderate._gd_scan) has relative residual < tol."""
+def test_engine_agrees_with_plain_gradient_descent(activation, dtype):
+    """Every (k, trial) of a column: the engine stops at the first iteration at which a plain float64 GD has
+    relative residual < tol, and reports that GD's residual when it hits the cap.
+
+    In float64 the engine must reproduce the reference: the same iteration, and the residual to 1e-6 (the
+    constant step amplifies evaluation-order differences of 1e-16: by 1e9 over 1500 steps for one of these
+    networks, trial 0 with k = 8, whose residual agrees to 1.7e-7; the others agree to 1e-15).  In
+    float32 (the book's precision) the iteration may differ by one, and the residual at the cap is compared
+    for softplus only: for ReLU, a unit whose pre-activation crosses the kink during training turns a 1e-7
+    float32 difference into a ~1e-3 difference of the trajectory (measured with two evaluation orders of the
+    same update, both 2.3e-3 from float64 at τ = 800 in the relu case here), so there only the float64 run
+    can check the residual."""
     n, d, ks, trials, tol, steps = 12, 5, [2, 5, 8], 2, 2.5e-2, 1500
     lr = pt.PAPER_STEP_SIZES[activation]
-    out = pt.fit_column(activation, n, d, ks, trials=trials, lr=lr, max_iters=steps, tol=tol,
-                        key=jax.random.key(3), chunk=400)
+    exact = dtype == "float64"
+    with jax.enable_x64(exact):
+        out = pt.fit_column(activation, n, d, ks, trials=trials, lr=lr, max_iters=steps, tol=tol,
+                            key=jax.random.key(3), chunk=400, dtype=np.dtype(dtype))
     x, y, w0 = pt.column_data(jax.random.key(3), n, d, ks, trials)
-    with jax.enable_x64(True):
-        for t in range(trials):
-            for j, k in enumerate(ks):
-                xx, yy = jnp.asarray(x[t], jnp.float64), jnp.asarray(y[t], jnp.float64)
-                v = mo.output_weights(k, float(jnp.linalg.norm(yy)), n, dtype=jnp.float64)
-                res, *_ = mo._gd_scan(jnp.asarray(w0[t, k], jnp.float64), xx, yy, v, lr, activation, steps + 1)
-                rel = np.asarray(res) / float(jnp.linalg.norm(yy))
-                hit = np.nonzero(rel < tol)[0]
-                if hit.size and abs(rel[hit[0]] - tol) > 1e-4 * tol:  # not a float32/float64 photo finish
-                    assert out["success"][j, t] and abs(out["iterations"][j, t] - hit[0]) <= 1
-                elif not hit.size:
-                    assert not out["success"][j, t] and out["iterations"][j, t] == steps
-                    assert out["rel_error"][j, t] == pytest.approx(rel[steps], rel=1e-3)
+    for t in range(trials):
+        for j, k in enumerate(ks):
+            xx, yy = x[t].astype(np.float64), y[t].astype(np.float64)
+            v = np.asarray(mo.output_weights(k, float(np.linalg.norm(yy)), n), np.float64)
+            rel = _plain_gd_residuals(xx, yy, w0[t, k].astype(np.float64), v, lr, activation, steps) \
+                / np.linalg.norm(yy)
+            hit = np.nonzero(rel < tol)[0]
+            if hit.size and abs(rel[hit[0]] - tol) > 1e-4 * tol:  # not a float32/float64 photo finish
+                assert out["success"][j, t] and abs(out["iterations"][j, t] - hit[0]) <= (0 if exact else 1)
+                if exact:
+                    assert out["rel_error"][j, t] == pytest.approx(rel[hit[0]], rel=1e-6)
+            elif not hit.size:
+                assert not out["success"][j, t] and out["iterations"][j, t] == steps
+                if exact or activation == "softplus":
+                    assert out["rel_error"][j, t] == pytest.approx(rel[steps], rel=1e-6 if exact else 1e-3)
 
 
 def test_workers_do_not_change_results():

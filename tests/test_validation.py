@@ -92,15 +92,16 @@ CASES = [
     ("sign_vectors", lambda: norms.sign_vectors(0), ValueError, "d3 must be an integer >= 1"),
     # training
     ("step size kernel", lambda: training.step_size_from_kernel(-np.eye(2), 2), ValueError, "no positive eigenvalue"),
-    ("gd path rows", lambda: training.gradient_descent_path(MODEL.apply, PARAMS, X, jnp.ones(4), lr=0.1, steps=2),
+    ("train rows", lambda: training.train(MODEL.apply, PARAMS, X, jnp.ones(4), lr=0.1, stop=2),
      ValueError, "y must have one row per input"),
-    ("gd path lr", lambda: training.gradient_descent_path(MODEL.apply, PARAMS, X, Y, lr=-0.1, steps=2), ValueError,
-     "lr must be"),
-    ("tracking lr", lambda: training.gd_with_kernel_tracking(MODEL.apply, STACKED, X, Y, lr=[0.1, 0.2], max_steps=2),
+    ("train lr", lambda: training.train(MODEL.apply, PARAMS, X, Y, lr=-0.1, stop=2), ValueError, "lr must be"),
+    ("train lr per run", lambda: training.train(MODEL.apply, STACKED, X, Y, lr=[0.1, 0.2], stop=2, runs=True),
      ValueError, "lr must be a positive step size or one per run"),
-    ("tracking unstacked", lambda: training.gd_with_kernel_tracking(
-        MODEL.apply, {"a": jnp.ones((2, 3)), "b": jnp.ones(3)}, X, Y, lr=0.1, max_steps=2), ValueError,
+    ("train unstacked", lambda: training.train(
+        MODEL.apply, {"a": jnp.ones((2, 3)), "b": jnp.ones(3)}, X, Y, lr=0.1, stop=2, runs=True), ValueError,
      "leading axis"),
+    ("train stop", lambda: training.train(MODEL.apply, PARAMS, X, Y, lr=0.1, stop=2.5), TypeError,
+     "stop must be a StopRule"),
     ("loss name", lambda: training.loss_value(MODEL.apply, PARAMS, X, Y, "l1"), ValueError, "unknown loss 'l1'"),
     ("schedule", lambda: training.record_schedule(0), ValueError, "max_steps must be an integer >= 1"),
     # scales, claims, reproductions

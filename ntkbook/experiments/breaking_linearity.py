@@ -44,7 +44,8 @@ from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
-from .lazy_training import _fold, _stack, circle_data, gd_run
+from ..training import train_traced
+from .lazy_training import _fold, _stack, circle_data
 
 Array = jax.Array
 PyTree = Any
@@ -252,8 +253,12 @@ def _nonlinear_width(keys, x, y, m, phi, steps, lr_factor, lanczos_steps):
         h = one_layer_hessian_norm(base, p0, x)
         ht_value, ht_residual = jax.lax.map(lambda xi: _fixed_norm(p0, tilde, xi, lanczos_steps), x)
         kt0 = empirical_ntk(tilde.apply, p0, x)
-        run_t = gd_run(tilde.apply, p0, x, y, lr_factor / lambda_max(kt0), steps)
-        run_f = gd_run(base.apply, p0, x, y, lr_factor / lambda_max(k0), steps)
+        # the one loop on (1/2n)Σ(f − y)²: step n·c/λ_max, i.e. c/λ_max for ½Σ(f − y)²
+        n = x.shape[0]
+        run_t = train_traced(tilde.apply, p0, x, y, lr=n * lr_factor / lambda_max(kt0), stop=steps,
+                             record_steps=[0])
+        run_f = train_traced(base.apply, p0, x, y, lr=n * lr_factor / lambda_max(k0), stop=steps,
+                             record_steps=[0])
         p1, q1 = run_t["params"], run_f["params"]
         at_init = {"f0": f0, "phi1": d1, "phi2": d2, "kernel": jnp.diag(k0), "hessian": h,
                    "hessian_tilde": ht_value, "lanczos_residual": ht_residual,
@@ -606,7 +611,8 @@ def _bottleneck_one(keys, x, y, m, mb, steps, lr_factor, lanczos_steps):
         model, p0 = mlp(key, (m, mb, m), input_dim=x.shape[1], activation=("tanh", "identity", "tanh"))
         k0 = empirical_ntk(model.apply, p0, x)
         h_value, h_residual = _fixed_norm(p0, model, x[0], lanczos_steps)
-        run = gd_run(model.apply, p0, x, y, lr_factor / lambda_max(k0), steps)
+        run = train_traced(model.apply, p0, x, y, lr=x.shape[0] * lr_factor / lambda_max(k0),
+                           stop=steps, record_steps=[0])
         return {"hessian": h_value, "lanczos_residual": h_residual, "kernel": k0[0, 0],
                 "kernel_change": relative_change(empirical_ntk(model.apply, run["params"], x), k0),
                 "max_residual": jnp.max(jnp.abs(model.apply(run["params"], x) - y))}

@@ -57,6 +57,7 @@ from ..models.resnet import ResNet, resnet
 from ..norms import norm_221
 from ..progress import progress
 from ..pytree import flat_spec, point_on_sphere, tree_axpy, tree_norm, tree_scale, tree_sub
+from ..training import Tracker, distance_from_start, train
 
 Array = jax.Array
 PyTree = Any
@@ -474,27 +475,14 @@ def ascend_hessian_norm(
             "kernel": kernel_at_input(model, p, x)}
 
 
-@partial(jax.jit, static_argnames=("length",))
-def _gd_segment(model, params, params0, x, y, lr, length):
-    def loss(p):
-        r = model.apply(p, x) - y
-        return 0.5 * jnp.mean(r * r)
-
-    def step(p, _):
-        value, g = jax.value_and_grad(loss)(p)
-        p = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
-        return p, (value, tree_norm(tree_sub(p, params0)))
-
-    p, (losses, dists) = jax.lax.scan(step, params, None, length=length)
-    return p, (losses, dists), loss(p)
+def _identity(params: PyTree, x: Any = None, y: Any = None) -> PyTree:
+    return params
 
 
 def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int,
                    checkpoints: int) -> dict[str, Any]:
-    """Full-batch gradient descent on L(W) = (1/2n)Σ(f(W; x_i) − y_i)², keeping a few iterates only.
-
-    Memory O(checkpoints · P) (:func:`ntkbook.training.gradient_descent_path` keeps every iterate,
-    too much for 10⁷ parameters).
+    """Full-batch gradient descent on L(W) = (1/2n)Σ(f(W; x_i) − y_i)² (:func:`ntkbook.training.train`), keeping
+    a few iterates only (memory O(checkpoints · P)).
 
     Returns:
         dict with ``losses`` (steps,) (loss before each step), ``distances`` (steps,) (‖W_{t+1} − W₀‖),
@@ -509,16 +497,13 @@ def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, ste
     checkpoints = V.positive_int("checkpoints", checkpoints)
     if steps % checkpoints:
         raise ValueError(f"steps ({steps}) must be a multiple of checkpoints ({checkpoints})")
-    seg = steps // checkpoints
-    p, losses, dists, points = params, [], [], []
-    lr_arr = jnp.asarray(np.asarray(lr, dtype=jax.tree_util.tree_leaves(params)[0].dtype))
-    for _ in range(checkpoints):
-        p, (lo, di), final = _gd_segment(model, p, params, x, y, lr_arr, seg)
-        losses.append(np.asarray(lo))
-        dists.append(np.asarray(di))
-        points.append(p)
-    return {"losses": np.concatenate(losses), "distances": np.concatenate(dists), "points": points,
-            "times": [seg * (j + 1) for j in range(checkpoints)], "final_loss": float(final)}
+    times = [steps // checkpoints * (j + 1) for j in range(checkpoints)]
+    run = train(model.apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
+                track={"distance": distance_from_start(), "point": Tracker(_identity, steps=tuple(times))})
+    points = [jax.tree_util.tree_map(lambda a, j=j: jnp.asarray(a[j]), run.tracked["point"])
+              for j in range(checkpoints)]
+    return {"losses": run.losses[:-1], "distances": run.tracked["distance"][1:], "points": points,
+            "times": times, "final_loss": float(run.loss)}
 
 
 # ---------------------------------------------------------------------------------------------

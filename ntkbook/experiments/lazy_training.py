@@ -1,8 +1,6 @@
 """Chapter 4 — lazy training, rescaling and parameterization (Liu, Zhu & Belkin 2020, §1.1, App. A).
 
 * :func:`circle_data` — the small, well-conditioned training set of Chapters 4–5;
-* :func:`gd_run` — full-batch gradient descent on L(w) = ½‖f(w; X) − y‖² compiled with ``lax.scan``,
-  tracking user quantities at every step (shared by the chapters on Sections 4 and 5);
 * :func:`shallow_hessian_norm` — ‖∂²f/∂w²‖ of the fixed-output network of Eq. (8) in closed form;
 * :func:`segment_gradient_sup` — a certified upper estimate of sup ‖∇_w f‖ on the segment [w₀, w*]
   (the denominator of Eq. 2);
@@ -13,9 +11,11 @@
 * :func:`parameterization_identities`, :func:`parameterization_sweep` — Appendix A (Eq. 35–41):
   LeCun against NTK parameterization.
 
-Loss convention (all of Chapters 4–5): L(w) = ½ Σᵢ (f(w; xᵢ) − yᵢ)², the loss of Theorem 5.1, so one
-step is w ← w − η J(w)ᵀ r(w) with r the residual; the step size is η = c/λ_max(K(w₀)) (stable for
-c < 2 on the linearized model).
+Training (all of Chapters 4–5): the one loop of :mod:`ntkbook.training` on its square loss
+L(w) = (1/2n) Σᵢ (f(w; xᵢ) − yᵢ)² with step η = c·n/λ_max(K(w₀)) (:func:`ntkbook.training.step_size_from_kernel`,
+stable for c < 2 on the linearized model), so that one step is w ← w − (c/λ_max) J(w)ᵀ r(w) with r the
+residual: the step η₁ = c/λ_max of the loss ½ Σᵢ (f(w; xᵢ) − yᵢ)² of Theorem 5.1, which is what the formulas
+below (and ``lr`` where returned) use.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
+from ..training import train, train_traced
 
 Array = jax.Array
 PyTree = Any
@@ -70,45 +71,18 @@ def circle_data(num_inputs: int, *, radius: float = 3.0, frequency: int = 2,
     return x.astype(dtype), jnp.cos(frequency * theta).astype(dtype)
 
 
-def gd_run(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, lr: Any, steps: int,
-           track: Callable[[PyTree], Any] | None = None) -> dict[str, Any]:
-    """``steps`` full-batch GD steps on L(w) = ½‖f(w; X) − y‖², as one ``lax.scan`` (pure, vmappable).
+def _train_fixed(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, eta1: Any,
+                 steps: int, track: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``steps`` GD steps of :func:`ntkbook.training.train_traced` (pure, vmappable) with step η₁ = ``eta1`` of the
+    loss ½Σ(f − y)², i.e. n·η₁ on the book's loss (1/2n)Σ(f − y)²; trackers recorded at every step."""
+    return train_traced(apply_fn, params, x, y, lr=x.shape[0] * eta1, stop=steps, record_steps=np.arange(steps + 1),
+                        track=track)
 
-    Args:
-        apply_fn: ``apply_fn(params, x) -> (n,)``.
-        params: w₀.
-        x, y: training set, (n, d) and (n,).
-        lr: step size η (a scalar, possibly traced).
-        steps: number of steps T (static).
-        track: optional ``track(params) -> pytree`` evaluated at w₀, …, w_T (e.g. kernel
-            eigenvalues); its values are stacked along a leading axis of length T + 1.
 
-    Returns:
-        dict with ``params`` (w_T), ``loss`` (T + 1,), ``residual_l1`` (Σ_{t<T} ‖r(w_t)‖₁, which
-        bounds every coordinate's displacement: |w_T − w₀|_c ≤ η Σ_t ‖r_t‖₁ max_i |∂f(xᵢ)/∂w_c|),
-        and ``track`` (stacked, or None).
-    """
-
-    def residual(p: PyTree) -> Array:
-        return apply_fn(p, x) - y
-
-    def step(p: PyTree, _):
-        r, vjp = jax.vjp(residual, p)
-        (g,) = vjp(r)
-        p_next = jax.tree_util.tree_map(lambda a, b: a - lr * b, p, g)
-        out = (0.5 * jnp.sum(r * r), jnp.sum(jnp.abs(r)))
-        if track is not None:
-            out = (*out, track(p))
-        return p_next, out
-
-    final, outs = jax.lax.scan(step, params, None, length=steps)
-    r_final = residual(final)
-    loss = jnp.concatenate([outs[0], (0.5 * jnp.sum(r_final * r_final))[None]])
-    tracked = None
-    if track is not None:
-        last = track(final)
-        tracked = jax.tree_util.tree_map(lambda a, b: jnp.concatenate([a, b[None]]), outs[2], last)
-    return {"params": final, "loss": loss, "residual_l1": jnp.sum(outs[1]), "track": tracked}
+def _abs_residual_sum(apply_fn: Callable[[PyTree, Array], Array]) -> Callable[..., Array]:
+    """w ↦ ‖f(w; X) − y‖₁ (its sum over the steps bounds every coordinate's displacement:
+    |w_T − w₀|_c ≤ η₁ Σ_{t<T} ‖r_t‖₁ max_i |∂f(xᵢ)/∂w_c|)."""
+    return lambda p, x, y: jnp.sum(jnp.abs(apply_fn(p, x) - y))
 
 
 def _fold(key: Array, *values: int) -> Array:
@@ -223,7 +197,7 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
         k0 = empirical_ntk(model.apply, p0, x)
         lam = extreme_eigenpairs(k0, which="BE", method="dense", vectors=False)
         lr = lr_factor / lam.lambda_max
-        run = gd_run(model.apply, p0, x, y, lr, steps)
+        run = _train_fixed(model.apply, p0, x, y, lr, steps, {"residual_l1": _abs_residual_sum(model.apply)})
         p1 = run["params"]
         delta = tree_sub(p1, p0)
         f0, f1 = model.apply(p0, x), model.apply(p1, x)
@@ -239,7 +213,8 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
         return {
             "dist2": tree_norm(delta),
             "dist_inf": tree_max_abs(delta),
-            "dist_inf_bound": act.lipschitz * jnp.max(jnp.abs(xt)) * lr * run["residual_l1"] / math.sqrt(m),
+            "dist_inf_bound": act.lipschitz * jnp.max(jnp.abs(xt)) * lr * jnp.sum(run["tracked"]["residual_l1"][:-1])
+            / math.sqrt(m),
             "eq2_bound": jnp.max((gap0 - res1) / g_seg),
             "eq2_bound_global": jnp.max((gap0 - res1) / g_glob),
             "max_residual": jnp.max(res1),
@@ -249,7 +224,7 @@ def _weight_change_width(keys, x, y, m, activation, steps, lr_factor, points):
             "A": a,
             "B": b,
             "kappa": a * b,
-            "final_loss": run["loss"][-1],
+            "final_loss": run["loss"],
         }
 
     return jax.vmap(one)(keys)
@@ -317,11 +292,11 @@ def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
                                                        method="dense").value)(x)
         a_direct = jnp.linalg.norm(f_alpha(p0, x) - y)
         b_direct = jnp.max(ha / jnp.diag(ka))
-        run = gd_run(f_alpha, p0, x, y, lr_factor / lambda_max(ka), steps)
+        run = _train_fixed(f_alpha, p0, x, y, lr_factor / lambda_max(ka), steps)
         k1 = empirical_ntk(f_alpha, run["params"], x)
         return {"A": a, "B": b, "kappa": a * b, "A_direct": a_direct, "B_direct": b_direct,
                 "kappa_direct": a_direct * b_direct, "dist2": tree_norm(tree_sub(run["params"], p0)),
-                "kernel_change": relative_change(k1, ka), "final_loss": run["loss"][-1]}
+                "kernel_change": relative_change(k1, ka), "final_loss": run["loss"]}
 
     return jax.vmap(one)(keys)
 
@@ -329,7 +304,8 @@ def _rescaled_alpha(keys, x, y, alpha, m, activation, steps, lr_factor):
 def rescaling_equals_label_rescaling(key: Array, *, width: int, alpha: float, steps: int,
                                      num_inputs: int = 6, radius: float = 3.0, lr: float = 0.2,
                                      activation: str = "tanh") -> dict[str, float]:
-    """GD on L_α(w) = ½‖αf̄(w) − y‖² with step η/α² against GD on ½‖f̄(w) − y/α‖² with step η (float64).
+    """GD on L_α(w) = ½‖αf̄(w) − y‖² with step η/α² against GD on ½‖f̄(w) − y/α‖² with step η (float64;
+    the one loop of :mod:`ntkbook.training` runs them on the (1/2n)Σ losses with steps n·η/α² and n·η).
 
     ∇L_α(w) = α Jᵀ(αf̄ − y) = α² Jᵀ(f̄ − y/α), so the two iterations are the same map and produce
     the same parameter path — the model rescaling of Chizat et al. *is* a label rescaling (Eq. 4).
@@ -345,14 +321,10 @@ def rescaling_equals_label_rescaling(key: Array, *, width: int, alpha: float, st
         f_alpha = centered(model.apply, p0, alpha)
         f_bar = centered(model.apply, p0)
 
-        @partial(jax.jit, static_argnames=("fn",))
-        def path(fn, labels, eta):
-            def step(p, _):
-                r, vjp = jax.vjp(lambda q: fn(q, x) - labels, p)
-                p = jax.tree_util.tree_map(lambda a, b: a - eta * b, p, vjp(r)[0])
-                return p, (p["w"], fn(p, x))
-
-            return jax.lax.scan(step, p0, None, length=steps)[1]
+        def path(fn, labels, eta):  # the one loop (loss (1/2n)Σ: step n·η), every iterate kept
+            run = train(fn, p0, x, labels, lr=num_inputs * eta, stop=steps, keep_path=True, record_steps=[0])
+            w = run.path["w"][1:]
+            return w, np.asarray(jax.vmap(lambda v: fn({"w": v}, x))(jnp.asarray(w)))
 
         w_a, out_a = path(f_alpha, y, lr / alpha**2)
         w_b, out_b = path(f_bar, y / alpha, lr)
@@ -506,7 +478,7 @@ def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos
         k0 = empirical_ntk(model.apply, params, x)
         lam = lambda_max(k0)
         h = hessian_spectral_norm(_output_at, params, args=(model, x[0]), method="fixed", num_steps=lanczos_steps)
-        p1 = gd_run(model.apply, params, x, y, lr_factor / lam, steps)["params"]
+        p1 = _train_fixed(model.apply, params, x, y, lr_factor / lam, steps)["params"]
         return {"kernel_norm": lam, "hessian": replace(h, eigenvector=None),
                 "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(model.apply(p1, x) - y))}
 

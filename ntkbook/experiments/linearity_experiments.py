@@ -22,8 +22,8 @@ points of class 0 with x > 0 and those of class 1 get the same arg-max and the l
 below a positive constant — measured at m = 300, m_b = 3: 0.28 after 2·10⁴ steps).
 
 ΔK = sup_t ‖K(w_t) − K(w₀)‖_F / ‖K(w₀)‖_F on the full (N·3) × (N·3) kernel, measured inside the
-compiled training loop of :func:`ntkbook.training.gd_with_kernel_tracking` (structured per-layer
-kernels, no Jacobian) at log-spaced steps (``per_decade`` per factor 10, every step below that,
+compiled training loop of :func:`ntkbook.training.train` (:func:`ntkbook.training.kernel_change`:
+structured per-layer kernels, no Jacobian) at log-spaced steps (``per_decade`` per factor 10, every step below that,
 half the step cap, and each run's stopping step; :func:`measurement_steps`).
 
 Pieces (:func:`nonlinear_output_pieces`, :func:`bottleneck_pieces`) are (task, width, block of
@@ -66,7 +66,7 @@ from ..fitting import PowerLawFit, power_law_fit
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, nonlinear_output
 from ..parallel import shard_runs, unpad
-from ..training import gd_with_kernel_tracking, record_schedule
+from ..training import StopRule, kernel_change, record_schedule, train
 
 Array = jax.Array
 PyTree = Any
@@ -269,11 +269,13 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         record_steps = measurement_steps(max_steps, int(settings.per_decade))
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
-    out = gd_with_kernel_tracking(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"],
-                                  max_steps=max_steps, loss=loss, loss_tol=tol, record_steps=record_steps,
-                                  track=track)
-    steps_rec = np.asarray(out.pop("record_steps"))
-    out = unpad(out, runs)
+    result = train(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"], runs=True, loss=loss,
+                   stop=StopRule(max_steps, loss_below=tol), record_steps=record_steps,
+                   track={name: kernel_change(fn) for name, fn in track.items()})
+    steps_rec = result.record_steps
+    out = unpad({"params": result.params, "steps": result.steps, "final_loss": result.loss, "loss": result.losses,
+                 "change": result.tracked, "final_change": result.final,
+                 "sup_change": {name: result.sup(name) for name in track}}, runs)
     final_params = out.pop("params")
     steps = np.asarray(out["steps"], dtype=np.int64)
     final_loss = unit * np.asarray(out["final_loss"], dtype=np.float64)

@@ -16,7 +16,10 @@ odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i
 * :func:`sgd` — Theorem 2.6.
 
 The GD/SGD runs and the Jacobian spectra use float64 (``jax.enable_x64``): the theorems are about
-geometric rates that we follow down to relative residuals of 1e-9, below float32 resolution.
+geometric rates that we follow down to relative residuals of 1e-9, below float32 resolution.  They run
+the one loop of :mod:`ntkbook.training`, whose loss (1/2n)‖f(W) − y‖² is 1/n times Eq. (2.1): GD with the
+theorems' step η is the loop with step n·η (the same iteration); an SGD step on one index γ has the loss
+½(f(x_γ; W) − y_γ)², the paper's, so Eq. (2.9) is the loop's SGD with step η itself.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from ..fitting import fit_geometric_rate
 from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
 from ..progress import progress
+from ..training import distance_from_start, train_traced
 
 Array = jax.Array
 
@@ -280,21 +284,14 @@ def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) 
 
 @partial(jax.jit, static_argnames=("activation", "steps"))
 def _gd_scan(w0, x, y, v, eta, activation, steps):
-    def residual(w):
-        return network(w, x, v, activation) - y
-
-    def step(carry, _):
-        w, dist_path = carry
-        r = residual(w)
-        dphi = get_activation(activation).prime
-        grad = ((dphi(x @ w.T) * v[None, :]) * r[:, None]).T @ x  # ∇L = diag(v)φ'(WXᵀ)diag(r)X
-        w_next = w - eta * grad
-        step_len = jnp.linalg.norm(w_next - w)
-        out = (jnp.linalg.norm(r), jnp.linalg.norm(w - w0), step_len)
-        return (w_next, dist_path + step_len), out
-
-    (w_end, path), (res, dist, steps_len) = jax.lax.scan(step, (w0, jnp.zeros((), w0.dtype)), None, length=steps)
-    return res, dist, steps_len, path, w_end
+    """GD of the one loop (:func:`ntkbook.training.train_traced`) on (1/2n)‖f(W) − y‖² with step n·η, i.e. step η
+    on Eq. (2.1)'s ½‖f(W) − y‖²; every step recorded."""
+    n = x.shape[0]
+    run = train_traced(lambda w, xx: network(w, xx, v, activation), w0, x, y, lr=n * eta, stop=steps,
+                       record_steps=np.arange(steps + 1), track={"distance": distance_from_start()},
+                       measure_updates=True)
+    res = jnp.sqrt(2 * n * run["losses"][:-1])  # ‖f(W_τ) − y‖ = √(2n·L(W_τ))
+    return res, run["tracked"]["distance"][:-1], run["update_norms"][:-1], run["path_length"], run["params"]
 
 
 def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "softplus", steps: int,
@@ -437,26 +434,16 @@ def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str =
 
 @partial(jax.jit, static_argnames=("activation", "steps", "record_every"))
 def _sgd_scan(w0, x, y, v, eta, keys, activation, steps, record_every):
+    """SGD of the one loop (:func:`ntkbook.training.train_traced`, one index per step: the mini-batch loss
+    ½(f(x_γ; W) − y_γ)² is the paper's, so the step is η itself), one run per key (vmapped)."""
     n = x.shape[0]
-    dphi = get_activation(activation).prime
 
     def one_run(key):
-        idx = jax.random.randint(key, (steps,), 0, n)
-
-        def step(w, i):
-            xi = x[i]
-            pre = w @ xi
-            r = network(w, xi[None, :], v, activation)[0] - y[i]
-            grad = (dphi(pre) * v * r)[:, None] * xi[None, :]
-            return w - eta * grad, None
-
-        def block(w, idx_block):
-            w, _ = jax.lax.scan(step, w, idx_block)
-            res = network(w, x, v, activation) - y
-            return w, (jnp.sum(res**2), jnp.linalg.norm(w - w0))
-
-        _, (res2, dist) = jax.lax.scan(block, w0, idx.reshape(-1, record_every))
-        return res2, dist
+        idx = jax.random.randint(key, (steps,), 0, n)[:, None]  # one index per step
+        run = train_traced(lambda w, xx: network(w, xx, v, activation), w0, x, y, lr=eta, stop=steps, batches=idx,
+                           record_steps=np.arange(record_every, steps + 1, record_every),
+                           track={"distance": distance_from_start()})
+        return 2 * n * run["losses"], run["tracked"]["distance"]  # ‖r_τ‖² = 2n·L(W_τ)
 
     return jax.vmap(one_run)(keys)
 

@@ -1,7 +1,8 @@
 """Chapter 5b — optimization without linearity (Liu, Zhu & Belkin 2020, Section 5, Theorem 5.1).
 
-* :func:`theorem_5_1_sweep` — gradient descent on L(w) = ½ Σᵢ (φ(f(w; xᵢ)) − yᵢ)² for a wide network
-  f with the output map φ of :data:`~ntkbook.experiments.breaking_linearity.PHI` (|φ'| ≥ ρ = ½),
+* :func:`theorem_5_1_sweep` — gradient descent (the one loop of :mod:`ntkbook.training`, loss
+  L(w) = (1/2n) Σᵢ (φ(f(w; xᵢ)) − yᵢ)², 1/n times the ½Σ of Theorem 5.1) for a wide network f with the
+  output map φ of :data:`~ntkbook.experiments.breaking_linearity.PHI` (|φ'| ≥ ρ = ½),
   tracking at every step the loss, the extreme eigenvalues of the tangent kernels K̃ of φ(f) and K of
   f, the smallest |φ'(f)| on the training set, and the relative change of K̃ and of K;
 * :func:`geometric_rate` — the rate q of L(w_t) ≈ C qᵗ fitted on the tail of a loss curve;
@@ -27,8 +28,9 @@ from ..kernels import empirical_ntk, relative_change
 from ..models.dense import mlp
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
+from ..training import train_traced
 from .breaking_linearity import PHI, phi_derivatives
-from .lazy_training import _fold, circle_data, gd_run
+from .lazy_training import _fold, circle_data
 
 Array = jax.Array
 
@@ -39,12 +41,14 @@ TRACK_FIELDS = ("loss", "lambda_min_tilde", "lambda_max_tilde", "lambda_min_base
 def theorem_5_1_sweep(settings: Mapping[str, Any], key: Array, *, phi: Activation = PHI) -> dict[str, Any]:
     """Train f̃ = φ(f) (f: one hidden tanh layer, trained W and v, d = 2) by GD, across widths and seeds.
 
-    The step is η = ``lr_factor``/(L_φ² λ_max(K(w₀))): since K̃ = D K D with D = diag(φ'(f)) and
-    |φ'| ≤ L_φ, this keeps η λ_max(K̃) ≤ ``lr_factor`` along the whole path as long as λ_max(K) does not
-    grow (it is nearly constant for the wide linear-output f).
+    The step is η = ``lr_factor``/(L_φ² λ_max(K(w₀))) for Theorem 5.1's loss ½Σ(φ(f) − y)² (n·η on the book's
+    loss (1/2n)Σ, the same iteration): since K̃ = D K D with D = diag(φ'(f)) and |φ'| ≤ L_φ, this keeps
+    η λ_max(K̃) ≤ ``lr_factor`` along the whole path as long as λ_max(K) does not grow (it is nearly
+    constant for the wide linear-output f).
 
-    Returns a dict with ``widths`` (W,), ``lr`` (W, S) and, for each of :data:`TRACK_FIELDS`, an array
-    (W, S, T + 1) over widths, seeds and steps t = 0..T: ``loss`` L(w_t); ``lambda_min_tilde``,
+    Returns a dict with ``widths`` (W,), ``lr`` (W, S) (η of Theorem 5.1) and, for each of :data:`TRACK_FIELDS`,
+    an array (W, S, T + 1) over widths, seeds and steps t = 0..T: ``loss`` L(w_t) = (1/2n)Σ(φ(f(w_t; xᵢ)) − yᵢ)²
+    (only ratios L_t/L_0 enter the summary); ``lambda_min_tilde``,
     ``lambda_max_tilde`` of K̃(w_t); ``lambda_min_base`` of K(w_t); ``rho`` = minᵢ |φ'(f(w_t; xᵢ))|;
     ``change_tilde`` = ‖K̃(w_t) − K̃(w₀)‖_F/‖K̃(w₀)‖_F and ``change_base`` likewise for K.
 
@@ -78,9 +82,10 @@ def _theorem_5_1_width(keys, x, y, m, phi, steps, lr_factor):
                     "lambda_min_base": lambda_min(k), "rho": jnp.min(jnp.abs(d1)),
                     "change_tilde": relative_change(kt, kt0), "change_base": relative_change(k, k0)}
 
-        lr = lr_factor / (phi.lipschitz**2 * lambda_max(k0))
-        run = gd_run(tilde.apply, p0, x, y, lr, steps, track=track)
-        return {"loss": run["loss"], "lr": lr, **run["track"]}
+        lr = lr_factor / (phi.lipschitz**2 * lambda_max(k0))  # for ½Σ(φ(f) − y)², Theorem 5.1
+        run = train_traced(tilde.apply, p0, x, y, lr=x.shape[0] * lr, stop=steps, record_steps=np.arange(steps + 1),
+                           track={"path": lambda p, xx, yy: track(p)})
+        return {"loss": run["losses"], "lr": lr, **run["tracked"]["path"]}
 
     return jax.vmap(one)(keys)
 

@@ -43,6 +43,7 @@ from ..eigen import lambda_max
 from ..models import MLP, mlp
 from ..models.densenet import DenseNet, densenet
 from ..quadrature import gaussian_expectation
+from ..training import step_size_from_kernel, train
 
 Array = jax.Array
 PyTree = Any
@@ -226,29 +227,11 @@ def clt_prediction(width: int | None = None, *, extra_inputs: float = 0.0, activ
 # ---------------------------------------------------------------------------------------------
 
 
-@partial(jax.jit, static_argnames=("apply_fn", "steps"))
-def _train(apply_fn, params, x, y, lr, steps):
-    def loss(p):
-        r = apply_fn(p, x) - y
-        return 0.5 * jnp.sum(r * r) / x.shape[0]
-
-    grad = jax.grad(loss)
-    final = jax.lax.fori_loop(0, steps, lambda _, p: jax.tree_util.tree_map(lambda a, g: a - lr * g, p, grad(p)),
-                              params)
-    return final, loss(params), loss(final)
-
-
-def train(apply_fn: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int) -> tuple[PyTree, float, float]:
-    """``steps`` full-batch gradient-descent steps on L = (1/2n)Σ(f(xᵢ) − yᵢ)², keeping only the last iterate.
-
-    Returns ``(params_T, L(θ₀), L(θ_T))``.  Memory O(P) (unlike a recorded path).
-    """
-    V.callable_("apply_fn", apply_fn)
-    V.pytree_of_arrays("params", params)
-    lr = V.positive_float("lr", lr)
-    steps = V.positive_int("steps", steps, minimum=0)
-    final, l0, lt = _train(apply_fn, params, V.array("x", x, ndim=2), V.array("y", y, ndim=1), lr, steps)
-    return final, float(l0), float(lt)
+def _train(model: Any, params: PyTree, x: Array, y: Array, lr: float, steps: int) -> tuple[PyTree, float, float]:
+    """``steps`` full-batch GD steps (:func:`ntkbook.training.train`, square loss (1/2n)Σ(f(xᵢ) − yᵢ)²), keeping
+    the last iterate only.  Returns ``(params_T, L(θ₀), L(θ_T))``."""
+    run = train(model.apply, params, x, y, lr=lr, stop=steps, record_steps=[0])
+    return run.params, float(run.losses[0]), float(run.loss)
 
 
 def _tree_dist(a: PyTree, b: PyTree) -> float:
@@ -283,7 +266,6 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
     ``loss_final``, ``lr``, ``displacement`` ‖θ_T − θ₀‖.
     """
     from ..kernels import empirical_ntk
-    from ..training import step_size_from_kernel
 
     x, y = load_data(settings)
     model, params = make_network(piece["kind"], piece["width"], piece["run"], settings, x.shape[1])
@@ -292,7 +274,7 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
     kernel = np.asarray(empirical_ntk(model.apply, params, x, method="ntvp" if isinstance(model, DenseNet)
                                       else "auto"), np.float64)
     lr = step_size_from_kernel(kernel, x.shape[0], factor=float(settings.lr_factor))
-    params_t, loss0, loss_t = train(model.apply, params, x, y, lr=lr, steps=int(settings.gd_steps))
+    params_t, loss0, loss_t = _train(model, params, x, y, lr, int(settings.gd_steps))
     gt = neuron_gradient_grams(model, params_t, x, k)
     return {
         "mean_abs_cos_init": [float(jnp.mean(mean_abs_cos(g))) for g in g0],
@@ -439,7 +421,6 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     from ..hessian import hessian_spectral_norm
     from ..kernels import empirical_ntk
     from ..pytree import tree_normal_like, tree_sub
-    from ..training import step_size_from_kernel
 
     radius = float(settings.radius)
     out: dict[str, list] = {k: [] for k in TURN_FIELDS}
@@ -447,7 +428,7 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     model, params = make_network("fc", piece["width"], piece["run"], settings, x.shape[1])
     lr = step_size_from_kernel(np.asarray(empirical_ntk(model.apply, params, x), np.float64), x.shape[0],
                                factor=float(settings.lr_factor))
-    params_t, _, _ = train(model.apply, params, x, y, lr=lr, steps=int(settings.gd_steps))
+    params_t, _, _ = _train(model, params, x, y, lr, int(settings.gd_steps))
     gd_delta = tree_sub(params_t, params)
     x0 = x[0]
     key = jax.random.fold_in(jax.random.key(int(settings.seed)), 7 * piece["width"] + piece["run"])
@@ -699,7 +680,6 @@ __all__ = [
     "per_width",
     "quadratic_term_piece",
     "quadratic_term_sweep",
-    "train",
     "turn_piece",
     "turn_sweep",
     "worst_remainder",

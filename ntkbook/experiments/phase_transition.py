@@ -8,22 +8,24 @@ step η (0.15 for softplus, 0.1 for ReLU) on L(W) = ½‖f(W) − y‖² (Eq. 2.
 it is a success in the second case.  Runs whose residual becomes non-finite (η too large for the
 curvature, which happens for tiny d) are failures and stop at once.
 
+Training is the one loop of :mod:`ntkbook.training` on its loss (1/2n)‖f(W) − y‖², n times smaller than
+Eq. (2.1), with step n·η (the same iteration), and its stopping rule: ‖f(W_τ) − y‖/‖y‖ < tol is
+L(W_τ) < tol²‖y‖²/(2n) (converged), a relative residual above :data:`DIVERGED` or not finite is diverged.
+
 Engineering (how a 625-cell × 10-trial panel fits on a laptop CPU):
 
-* one *column* (fixed d) is computed at a time: all k of the grid and all trials together;
+* one *column* (fixed d) is computed at a time: all k of the grid and all trials together, one run of
+  the loop per network, vmapped (per-run data: each trial has its own X and y);
 * the data X, y of trial t are shared by all k of the column, and the columns slice the same
   Gaussian draws (common random numbers: each cell still averages independent trials, and
   neighbouring cells are compared on the same data);
-* the hidden units of the networks are packed into rows of a dense array, two networks per row
-  (a large k with a small one), so the elementwise work is proportional to Σk instead of
-  k_max·len(ks), with no one-hot matmuls: per row, f for the first network is a masked sum over the
-  row and f for the second is the rest;
-* a ``lax.while_loop`` advances every row by up to ``chunk`` iterations, freezing each network
-  (mask) as soon as it succeeds or diverges and stopping when all are done; between chunks the
-  finished networks are dropped and the rest repacked (row counts and widths rounded up to a few
-  bucket sizes so that few shapes are compiled);
-* the trials of a column are split into two groups advanced in two threads (each XLA loop here
-  runs on one core);
+* networks of different widths are padded to a common width (:class:`PaddedNetwork`: zero output
+  weights on the padding units, which then get zero gradient) — padding is a model detail — within
+  :data:`WIDTH_CLASSES` classes of similar widths;
+* the loop advances the networks by up to ``chunk`` iterations, freezing each one as soon as it
+  succeeds or diverges; between chunks the finished networks are dropped and the rest repadded to
+  their largest width (run counts rounded up to a few bucket sizes so that few shapes are compiled);
+* the classes are advanced in ``workers`` threads (each XLA loop here runs on one core);
 * float32 throughout (the stopping tolerance is 2.5·10⁻³, far above float32 resolution).
 
 Seeds: a panel draws Gaussian arrays once from ``fold_in(key, n)`` and every column slices them
@@ -35,16 +37,17 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import partial
+from dataclasses import dataclass
+from functools import cache
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
 from ..activations import get_activation
 from ..progress import progress
+from ..training import StopRule, train
 from .moderate import output_weights
 
 Array = jax.Array
@@ -84,29 +87,6 @@ def column_data(key: Array, n: int, d: int, ks: Sequence[int], trials: int, *, d
     return x, y, {(t, k): w[t, j, :k, :d] for t in range(trials) for j, k in enumerate(ks)}
 
 
-def pack(sizes: Mapping[int, int]) -> tuple[list[tuple[int, int]], int]:
-    """Pair networks (id → number of hidden units) into rows of a common width.
-
-    The width is max + min of the sizes (rounded up to a multiple of 4) and the pairing is
-    two-pointer (largest with smallest while they fit), so every row holds one or two networks.
-    Returns the rows as (first id, second id or −1) and the width.
-    """
-    if not sizes:
-        raise ValueError("nothing to pack")
-    order = sorted(sizes, key=lambda i: -sizes[i])
-    width = _round_up(sizes[order[0]] + sizes[order[-1]], 4)
-    rows, lo, hi = [], 0, len(order) - 1
-    while lo <= hi:
-        big = order[lo]
-        if lo < hi and sizes[big] + sizes[order[hi]] <= width:
-            rows.append((big, order[hi]))
-            hi -= 1
-        else:
-            rows.append((big, -1))
-        lo += 1
-    return rows, width
-
-
 DIVERGED = 1e8
 """A run whose relative residual exceeds this is declared diverged (a failure) and stopped.
 
@@ -117,96 +97,95 @@ transient loss spikes of "catapult" dynamics) keeps every number finite.
 """
 
 
-@partial(jax.jit, static_argnames=("activation",))
-def _advance(xr, yr, ynorm, w, masks, status, it0, it_end, lr, tol, max_iters, *, activation):
-    """Run GD on every packed row from iteration ``it0`` until ``it_end`` or until all are done.
+@cache
+def _activation(activation: str):
+    """φ as a ``custom_jvp`` function whose derivative is the registry's fused φ'
+    (:meth:`ntkbook.activations.Activation.value_and_prime`, computed with φ in one pass: one tanh for softplus;
+    1{z ≥ 0} for ReLU, the paper's generalized derivative)."""
+    pair = get_activation(activation).value_and_prime
 
-    ``masks`` (rows, width, 2) holds v_s·1{slot s belongs to the first / second network}: the two
-    outputs of a row are one batched matmul φ(Z)·masks, and the backpropagated residual is
-    (R·masksᵀ) ⊙ φ'(Z) — no gathers, no scatters.
+    @jax.custom_jvp
+    def phi(z):
+        return pair(z)[0]
+
+    @phi.defjvp
+    def _jvp(primals, tangents):
+        value, slope = pair(primals[0])
+        return value, slope * tangents[0]
+
+    return phi
+
+
+@dataclass(frozen=True)
+class PaddedNetwork:
+    """f(W; x) = vᵀφ(Wx) (Eq. 1.1) for networks padded to a common number of hidden units.
+
+    ``params = {"w": W (k_pad, d_pad)}`` is trained; ``data = {"x": X (n, d_pad), "v": v (k_pad,)}`` carries
+    the inputs and the fixed output weights, with v = 0 on the padding units (they add nothing to f and get
+    zero gradient) and zero columns of X and W beyond d.  Hashable: one compiled loop per shape.
     """
-    pair = get_activation(activation).value_and_prime  # fused (φ, φ'): one tanh and one log for softplus
-    slot_net = masks != 0  # (rows, width, 2): which network each slot belongs to
 
-    def cond(carry):
-        it, _, (done, *_rest) = carry
-        return (it < it_end) & ~jnp.all(done)
+    activation: str
 
-    def body(carry):
-        it, w, (done, success, iters, rel) = carry
-        z = jnp.einsum("rnd,rsd->rns", xr, w)
-        p, dp = pair(z)
-        res = jnp.einsum("rns,rsa->rna", p, masks) - yr[:, :, None]  # (rows, n, 2)
-        rel_now = jnp.linalg.norm(res, axis=1) / ynorm[:, None]
-        ok = rel_now < tol
-        failed = ~jnp.isfinite(rel_now) | (rel_now > DIVERGED)
-        newly = ~done & (ok | failed | (it >= max_iters))
-        success = success | (~done & ok)
-        iters = jnp.where(newly, it, iters)
-        rel = jnp.where(newly, rel_now, rel)
-        done = done | newly
-        moving = jnp.any(slot_net & ~done[:, None, :], axis=-1)  # (rows, width)
-        q = jnp.einsum("rna,rsa->rns", res, masks) * dp
-        g = jnp.einsum("rns,rnd->rsd", q, xr)
-        w = jnp.where(moving[:, :, None], w - lr * g, w)
-        return it + 1, w, (done, success, iters, rel)
-
-    return jax.lax.while_loop(cond, body, (it0, w, status))
+    def __call__(self, params: Any, data: Any) -> Array:
+        return _activation(self.activation)(data["x"] @ params["w"].T) @ data["v"]
 
 
-def _split(rows: list[tuple[int, int, int]], nets: list[tuple[int, int]], workers: int
-           ) -> list[list[tuple[int, int, int]]]:
-    """Partition packed rows into ``workers`` groups of whole trials with balanced neuron counts."""
-    load: dict[int, int] = {}
-    for t, a, b in rows:
-        load[t] = load.get(t, 0) + nets[a][1] + (nets[b][1] if b >= 0 else 0)
-    groups: list[list[int]] = [[] for _ in range(min(workers, len(load)))]
-    totals = [0] * len(groups)
-    for t in sorted(load, key=lambda t: -load[t]):  # greedy: largest trial to the lightest group
-        g = totals.index(min(totals))
-        groups[g].append(t)
-        totals[g] += load[t]
-    return [[row for row in rows if row[0] in set(g)] for g in groups if g]
+WIDTH_CLASSES = 8
+"""Networks are padded within width classes: the live networks sorted by k are cut into this many contiguous
+classes of about equal total width, each padded to its own largest k (the padding then costs ~10% of the work
+instead of ~2× with one common width)."""
 
 
-def _run_rows(rows, nets, weights, outw, x, y, d, d_pad, width, it, it_end, lr, tol, max_iters, activation):
-    """Assemble the arrays of one group of packed rows and advance them (one ``_advance`` call)."""
-    n = x.shape[1]
-    rb = _row_bucket(len(rows))
-    xr = np.zeros((rb, n, d_pad), np.float32)
-    yr = np.zeros((rb, n), np.float32)
-    wr = np.zeros((rb, width, d_pad), np.float32)
-    masks = np.zeros((rb, width, 2), np.float32)
-    st_done = np.ones((rb, 2), bool)
-    for r, (t, a, b) in enumerate(rows):
-        xr[r, :, :d], yr[r] = x[t], y[t]
-        ka = nets[a][1]
-        wr[r, :ka, :d], masks[r, :ka, 0] = weights[a], outw[a]
-        st_done[r, 0] = False
-        if b >= 0:
-            kb = nets[b][1]
-            wr[r, ka:ka + kb, :d], masks[r, ka:ka + kb, 1] = weights[b], outw[b]
-            st_done[r, 1] = False
-    ynorm = np.maximum(np.linalg.norm(yr, axis=1), 1e-30).astype(np.float32)
-    status = (jnp.asarray(st_done), jnp.zeros((rb, 2), bool), jnp.full((rb, 2), -1, jnp.int32),
-              jnp.full((rb, 2), jnp.nan, jnp.float32))
-    out = _advance(jnp.asarray(xr), jnp.asarray(yr), jnp.asarray(ynorm), jnp.asarray(wr), jnp.asarray(masks),
-                   status, jnp.int32(it), jnp.int32(it_end), jnp.float32(lr), jnp.float32(tol),
-                   jnp.int32(max_iters), activation=activation)
-    return jax.tree_util.tree_map(np.asarray, out)
+def _width_classes(nets: list[int], sizes: Mapping[int, int], classes: int) -> list[list[int]]:
+    """Cut the networks, sorted by width, into at most ``classes`` contiguous groups of about equal total width."""
+    order = sorted(nets, key=lambda i: sizes[i])
+    total, groups, current, acc = sum(sizes[i] for i in order), [], [], 0
+    for i in order:
+        current.append(i)
+        acc += sizes[i]
+        if acc >= total * (len(groups) + 1) / classes and len(groups) < classes - 1:
+            groups.append(current)
+            current = []
+    return [g for g in [*groups, current] if g]
+
+
+def _advance(group, nets, weights, outw, x, y, d, d_pad, n, lr, tol, steps, activation, dtype):
+    """``steps`` iterations of the one training loop (:func:`ntkbook.training.train`) for the networks of
+    ``group``, all padded to the group's largest width (and to a bucketed number of runs, by repeating the
+    last network, so that few shapes are compiled)."""
+    k_pad = _round_up(max(nets[i][1] for i in group), 4)
+    runs = _row_bucket(len(group))
+    rows = [*group, *[group[-1]] * (runs - len(group))]
+    w = np.zeros((runs, k_pad, d_pad), dtype)
+    v = np.zeros((runs, k_pad), dtype)
+    xr = np.zeros((runs, n, d_pad), dtype)
+    yr = np.zeros((runs, n), dtype)
+    for r, i in enumerate(rows):
+        t, k = nets[i]
+        w[r, :k, :d], v[r, :k], xr[r, :, :d], yr[r] = weights[i], outw[i], x[t], y[t]
+    scale = np.sum(yr.astype(np.float64) ** 2, axis=1) / (2 * n)  # ‖y‖²/(2n): L = scale·(‖r‖/‖y‖)²
+    stop = StopRule(steps, loss_below=tuple(tol**2 * scale), diverge_above=tuple(DIVERGED**2 * scale))
+    with jax.enable_x64(np.dtype(dtype) == np.float64):  # threads do not inherit the caller's x64 context
+        res = train(PaddedNetwork(activation), {"w": w}, {"x": xr, "v": v}, yr, lr=n * lr, stop=stop, runs=True,
+                    per_run_data=True, record_steps=[0], group_size=runs)  # all networks in lock step
+    rel = np.sqrt(np.asarray(res.loss, np.float64) / scale)
+    return res.params["w"][:len(group)], res.steps[:len(group)], res.converged[:len(group)], \
+        res.diverged[:len(group)], rel[:len(group)]
 
 
 def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: int, lr: float, max_iters: int,
-               tol: float, key: Array, chunk: int = 1000, d_max: int | None = None, workers: int = 2
-               ) -> dict[str, np.ndarray]:
+               tol: float, key: Array, chunk: int = 1000, d_max: int | None = None, workers: int = 2,
+               dtype: Any = np.float32) -> dict[str, np.ndarray]:
     """Gradient descent for every (k, trial) of column d; see the module docstring.
 
     ``d_max``: the largest d of the panel (columns slice common random arrays, see
-    :func:`column_data`).  ``workers``: the trials are split into this many groups advanced in
+    :func:`column_data`).  ``workers``: the width classes (:data:`WIDTH_CLASSES`) are advanced in this many
     parallel threads (XLA runs each of these small loops on one core; two groups use both cores of
     a laptop).  Returns arrays of shape (len(ks), trials): ``success`` (bool), ``iterations`` (the τ
     at which the run stopped: success, divergence or ``max_iters``) and ``rel_error``
-    (‖f(W_τ) − y‖/‖y‖ then).
+    (‖f(W_τ) − y‖/‖y‖ then).  ``dtype``: float32 (the book; the tolerance is far above its resolution) or
+    float64 (inside ``jax.enable_x64``, for tests against a float64 reference).
     """
     from concurrent.futures import ThreadPoolExecutor
 
@@ -228,34 +207,22 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
     it = 0
     with ThreadPoolExecutor(max_workers=workers) as pool:
         while not done.all():
-            rows, width = [], 0
-            for t in range(trials):  # rows never mix trials: each trial has its own X and y
-                sizes = {i: nets[i][1] for i in np.nonzero(~done)[0] if nets[i][0] == t}
-                if sizes:
-                    r, wdt = pack(sizes)
-                    rows += [(t, a, b) for a, b in r]
-                    width = max(width, wdt)
-            it_end = min(it + chunk, max_iters + 1)
-            if max_iters + 1 - it_end <= chunk // 10:  # absorb a short remainder (one fewer compilation)
-                it_end = max_iters + 1
-            groups = _split(rows, nets, workers)
-            futures = [pool.submit(_run_rows, g, nets, weights, outw, x, y, d, d_pad, width, it, it_end, lr, tol,
-                                   max_iters, activation) for g in groups]
-            next_it = it
+            steps = min(chunk, max_iters - it)
+            if max_iters - it - steps <= chunk // 10:  # absorb a short remainder (one fewer compilation)
+                steps = max_iters - it
+            live = [int(i) for i in np.nonzero(~done)[0]]
+            groups = _width_classes(live, {i: nets[i][1] for i in live}, WIDTH_CLASSES)
+            futures = [pool.submit(_advance, g, nets, weights, outw, x, y, d, d_pad, n, lr, tol, steps, activation,
+                                   dtype) for g in groups]
             for group, future in zip(groups, futures, strict=True):
-                it_out, w_out, (s_done, s_success, s_iters, s_rel) = future.result()
-                next_it = max(next_it, int(it_out))
-                for r, (_, a, b) in enumerate(group):
-                    for slot, net in ((0, a), (1, b)):
-                        if net < 0:
-                            continue
-                        if s_done[r, slot]:
-                            done[net], success[net] = True, bool(s_success[r, slot])
-                            iters[net], rel[net] = int(s_iters[r, slot]), float(s_rel[r, slot])
-                        else:
-                            start = 0 if slot == 0 else nets[a][1]
-                            weights[net] = w_out[r, start:start + nets[net][1], :d]
-            it = next_it
+                w_out, s_steps, s_conv, s_div, s_rel = future.result()
+                for r, net in enumerate(group):
+                    if s_conv[r] or s_div[r] or it + int(s_steps[r]) >= max_iters:
+                        done[net], success[net] = True, bool(s_conv[r])
+                        iters[net], rel[net] = it + int(s_steps[r]), float(s_rel[r])
+                    else:
+                        weights[net] = w_out[r, :nets[net][1], :d]
+            it += steps
     shape = (trials, len(ks))
     return {"success": success.reshape(shape).T, "iterations": iters.reshape(shape).T,
             "rel_error": rel.reshape(shape).T}

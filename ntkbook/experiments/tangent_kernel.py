@@ -23,7 +23,7 @@ from ..kernels import empirical_ntk, relative_change
 from ..models import linearize, mlp, random_features
 from ..progress import progress
 from ..pytree import num_params, random_direction, tree_axpy, tree_norm, tree_sub
-from ..training import gradient_descent_path, step_size_from_kernel
+from ..training import step_size_from_kernel, train
 
 Array = jax.Array
 
@@ -106,7 +106,8 @@ def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dic
         k0 = empirical_ntk(apply_fn, params, x, method="jacobian")
         lr = step_size_from_kernel(k0, n)
         line = _straight_path(params, random_direction(k_dir, params), jnp.linspace(0.0, radius, steps + 1))
-        gd, losses = gradient_descent_path(apply_fn, params, x, y, lr=lr, steps=steps)
+        run = train(apply_fn, params, x, y, lr=lr, stop=steps, keep_path=True, record_steps=np.arange(steps + 1))
+        gd, losses = run.path, run.losses
         out[name] = {}
         for path_name, path in (("straight line", line), ("gradient descent", gd)):
             ks = jax.lax.map(lambda p, f=apply_fn: empirical_ntk(f, p, x, method="jacobian"), path)
