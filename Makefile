@@ -7,8 +7,13 @@ STAMP := $(VENV)/.installed
 
 # executed notebooks store no progress bars
 export NTKBOOK_PROGRESS ?= 0
+# JAX's persistent compilation cache: every process of a build or test run (papermill's and nbval's
+# kernels, Jupyter Book's, the unit tests) reuses what another compiled.  Entries are keyed by the
+# computation, the compile options and the JAX/XLA version, so a hit runs the same executable.
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/jax-cache
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0.1
 
-.PHONY: env browser book book-student test bench preview lint clean
+.PHONY: env browser book book-student test bench preview lint sync format clean
 
 env: $(STAMP)
 
@@ -44,10 +49,18 @@ book-student: $(STAMP)
 	rm -rf _build/student && mkdir -p _build/student && mv $(STUDENT)/_build/html _build/student/html && rm -rf $(STUDENT)
 	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"
 
-## make test: unit tests; every notebook at ci scale through papermill and nbval (lax); the book built at
-## ci scale and read page by page in headless Chromium (screenshots in _build/test-artifacts/)
+## make test: lint (ruff: package, tests, benchmarks, book/_ext, notebooks at 80 columns); every chapter
+## executed once at ci scale by papermill (tests/execute_chapters.py, two at a time); then one pytest run:
+## unit tests, each chapter's claims ledger, the book rendered from the executed chapters and read page by
+## page in headless Chromium (screenshots in _build/test-artifacts/), and nbval re-executing the executed
+## chapters and comparing the outputs of their check cells (tag nbval-check-output) with papermill's.
+## Slowest tests: make test PYTEST_ARGS=--durations=40
+EXECUTED := _build/test-executed
 test: $(STAMP) browser
-	$(BIN)/python -m pytest tests book --nbval-lax -n 2 --dist loadfile
+	$(BIN)/ruff check .
+	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs 2
+	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest tests/test_book.py $(EXECUTED)/book tests \
+	  --nbval-lax --nbval-sanitize-with tests/nbval-sanitize.cfg -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## make preview NB=book/NN-name.ipynb: build the book in a temp dir executing only that chapter (ci scale);
 ## the chapter is added to the table of contents if it is not listed yet
@@ -65,8 +78,21 @@ preview: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
+## make lint: ruff on everything it covers (the chapters at 80 columns: book/ruff.toml)
 lint: $(STAMP)
-	$(BIN)/ruff check ntkbook tests book/_ext benchmarks
+	$(BIN)/ruff check .
+
+## make sync: after editing a chapter (either book/NN-name.ipynb or its twin book/myst/NN-name.md), bring
+## the other file up to date (jupytext --sync: the newer one wins) and put the notebook in normal form
+sync: $(STAMP)
+	$(BIN)/python tests/notebook_format.py sync
+
+## make format: sync, then ruff-format the chapters' code to 80 columns and sync the twins again
+format: sync
+	$(BIN)/ruff format book/*.ipynb
+	$(BIN)/ruff check --fix --exit-zero book/*.ipynb
+	touch book/*.ipynb
+	$(BIN)/python tests/notebook_format.py sync
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

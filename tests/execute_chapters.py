@@ -10,7 +10,8 @@ cells tagged ``nbval-check-output`` (the check cells) with the outputs papermill
 Layout of ``OUT``::
 
     OUT/_toc.yml, OUT/book/...        a copy of the book, chapters executed in place
-    OUT/ledger/<stem>/<stem>.jsonl    each chapter's claims ledger ($NTKBOOK_LEDGER_DIR of its run)
+    OUT/ledger/<stem>.jsonl           each chapter's claims ledger (OUT/ledger is $NTKBOOK_LEDGER_DIR of
+                                      every run, and of the book built from them)
     OUT/execution.json                {stem: {"seconds": wall time, "error": text or null}}
 
 Chapters run ``--jobs`` at a time (each in its own kernel process), longest first according to the
@@ -87,7 +88,7 @@ def execute_all(out: Path, *, jobs: int = 2, stems: list[str] | None = None, ver
     order = sorted(stems, key=lambda s: -expected.get(s, 0.0))
 
     def run(stem: str) -> tuple[str, dict]:
-        result = execute_one(out / "book" / f"{stem}.ipynb", out / "ledger" / stem)
+        result = execute_one(out / "book" / f"{stem}.ipynb", out / "ledger")
         if verbose:
             status = "ok" if result["error"] is None else "FAILED"
             print(f"  {stem:45s} {result['seconds']:6.1f} s  {status}", flush=True)
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("out", type=Path, help="directory for the executed copy of the book (replaced)")
     parser.add_argument("--jobs", type=int, default=2, help="chapters executed at the same time")
     parser.add_argument("stems", nargs="*", help="chapters to execute (default: all)")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)
     if args.out.exists():
         shutil.rmtree(args.out)
     print(f"executing the chapters at ci scale with papermill into {args.out}", flush=True)
