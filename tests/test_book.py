@@ -379,3 +379,66 @@ def test_reader_catches_planted_defects(browser, tmp_path):
         assert any("at 1280 px" in p.message for p in found["book/overflow"])
     finally:
         server.shutdown()
+
+
+# ---------------------------------------------------------------------------------------------------
+# make book: only edited chapters are executed again, and the ledger stays complete
+# ---------------------------------------------------------------------------------------------------
+
+
+def _tiny_chapter(stem: str, value: int) -> nbformat.NotebookNode:
+    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                           "language": "python"}})
+    nb.cells = [
+        nbformat.v4.new_markdown_cell(f"# Chapter {stem}"),
+        nbformat.v4.new_code_cell('import os\n\nscale = os.environ.get("NTKBOOK_SCALE", "book")',
+                                  metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(f'import ntkbook as nb\n\nscale = nb.setup("{stem}", scale)\n'
+                                  f'with open("runs.txt", "a") as f:\n    f.write("{stem}\\n")'),
+        nbformat.v4.new_code_cell(f"x = {value} + 1\n"
+                                  f'nb.claims.check("demo/{stem}-sum", x == {value + 1}, ref="book, demo", x=x)'),
+    ]
+    return nb
+
+
+def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tmp_path):
+    """Two builds in cache mode (as make book): the second, after one chapter's code changed, executes
+    that chapter only, and the Claims ledger page still lists the claims of both chapters."""
+    book = tmp_path / "tiny"
+    (book / "book").mkdir(parents=True)
+    shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext")
+    shutil.copy(ROOT / "book" / "references.bib", book / "book" / "references.bib")
+    for name in ("_static", "_data"):
+        if (ROOT / "book" / name).exists():
+            shutil.copytree(ROOT / "book" / name, book / "book" / name)
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["execute"]["execute_notebooks"] == "cache", "make book must use the execution cache"
+    (book / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    toc = {"format": "jb-book", "root": "book/intro", "parts": [{"caption": "Tiny", "chapters": [
+        {"file": "book/01-a"}, {"file": "book/02-b"}, {"file": "book/claims-ledger"}]}]}
+    (book / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    (book / "book" / "intro.md").write_text("# Tiny book\n")
+    (book / "book" / "claims-ledger.md").write_text("# Claims ledger\n\n```{claims-ledger}\n```\n")
+    nbformat.write(_tiny_chapter("01-a", 1), book / "book" / "01-a.ipynb")
+    nbformat.write(_tiny_chapter("02-b", 2), book / "book" / "02-b.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != "NTKBOOK_LEDGER_DIR"} | {"NTKBOOK_SCALE": "ci"}
+    runs = book / "book" / "runs.txt"
+
+    def build_cached() -> str:
+        proc = subprocess.run([str(JUPYTER_BOOK), "build", str(book), "--builder", "html"],
+                              capture_output=True, text=True, env=env)
+        assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
+        return (book / "_build" / "html" / "book" / "claims-ledger.html").read_text()
+
+    first = build_cached()
+    assert sorted(runs.read_text().split()) == ["01-a", "02-b"]
+    assert "demo/01-a-sum" in first and "demo/02-b-sum" in first
+    runs.unlink()
+
+    nbformat.write(_tiny_chapter("01-a", 5), book / "book" / "01-a.ipynb")  # edit one chapter's code
+    shutil.rmtree(book / "_build" / "html")
+    second = build_cached()
+    assert runs.read_text().split() == ["01-a"], "only the edited chapter is executed again"
+    assert "demo/01-a-sum" in second and "demo/02-b-sum" in second, "the ledger lost the cached chapter"
+    caches = list((book / "_build" / ".jupyter_cache").iterdir())
+    assert [c.name.split("-")[0] for c in caches] == ["ci"] and (caches[0] / "ledger" / "02-b.jsonl").exists()
