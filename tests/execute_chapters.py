@@ -82,7 +82,7 @@ def execute_one(path: Path, ledger: Path) -> dict:
 
 def execute_all(out: Path, *, jobs: int = 2, stems: list[str] | None = None, verbose: bool = False) -> dict:
     """Copy the book into ``out`` and execute the chapters there; write and return ``execution.json``."""
-    out = copy_book(Path(out))
+    out = copy_book(Path(out).resolve())
     stems = chapter_stems() if stems is None else stems
     expected = _expected_seconds()
     order = sorted(stems, key=lambda s: -expected.get(s, 0.0))

@@ -122,8 +122,14 @@ _OVERFLOW_JS = """
   const art = document.querySelector('article.bd-article') || document.querySelector('main') || document.body;
   const r = art.getBoundingClientRect();
   const left = Math.max(r.left, 0), right = Math.min(r.right, vw);
+  const tex = new Map();  // MathJax container -> its TeX source, to name a formula by what the chapter wrote
+  try { for (const m of MathJax.startup.document.math) tex.set(m.typesetRoot, m.math); } catch (e) {}
   const name = el => {
-    const txt = (el.innerText || el.textContent || '').trim().replace(/\\s+/g, ' ').slice(0, 70);
+    if (tex.has(el)) {
+      const kind = el.getAttribute('display') === 'true' ? 'display formula' : 'inline formula';
+      return `${kind} $${Array.from(tex.get(el).trim().replace(/\\s+/g, ' ')).slice(0, 90).join('')}$`;
+    }
+    const txt = Array.from((el.innerText || el.textContent || '').trim().replace(/\\s+/g, ' ')).slice(0, 60).join('');
     const cls = (typeof el.className === 'string' && el.className) ? '.' + el.className.trim().split(/\\s+/).join('.') : '';
     return `<${el.tagName.toLowerCase()}${cls}> "${txt}"`;
   };
@@ -139,13 +145,16 @@ _OVERFLOW_JS = """
     while (a && a !== art) {
       const s = getComputedStyle(a);
       if (s.overflowX === 'auto' || s.overflowX === 'scroll') { scrolls = true; break; }
-      if (s.overflowX === 'hidden' || s.overflowX === 'clip') { how = 'is cut off at the edge of ' + name(a).split(' ')[0]; break; }
+      if (s.overflowX === 'hidden' || s.overflowX === 'clip') {
+        const ab = a.getBoundingClientRect();  // a clipping box hides only what sticks out of it
+        if (b.right > ab.right + 1 || b.left < ab.left - 1) { how = 'is cut off at the edge of ' + name(a).split(' ')[0]; break; }
+      }
       a = a.parentElement;
     }
     if (scrolls) continue;
     reported.push(el);
     out.push(`${name(el)} ${how} (${Math.round(b.left)}–${Math.round(b.right)} px; column ${Math.round(left)}–${Math.round(right)} px)`);
-    if (out.length >= 12) break;
+    if (out.length >= 40) break;
   }
   return out;
 }
