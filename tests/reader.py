@@ -167,9 +167,7 @@ def overflow(page, width: int) -> list[Problem]:
 
 def output_texts(page) -> list[str]:
     """The text of every text output (text/plain, streams) of the page's code cells."""
-    return page.eval_on_selector_all(
-        "div.cell_output .output.text_plain, div.cell_output .output.stream, div.cell_output div.output pre",
-        "els => els.map(e => e.innerText)")
+    return page.eval_on_selector_all("div.cell_output pre", "els => els.map(e => e.innerText)")
 
 
 def raw_reprs(page) -> list[Problem]:
