@@ -155,9 +155,9 @@ def browser():
 
 
 def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Path | None = None,
-              claims: dict[str, list[str]] | None = None, pages: list[str] | None = None):
-    """Open ``page_name`` at each width of :data:`reader.WIDTHS` and return ``(problems, page)`` (the page
-    left open at the first width's reading for page-specific checks by the caller, who closes it).
+              claims: dict[str, list[str]] | None = None):
+    """Open ``page_name``, read it at each width of :data:`reader.WIDTHS` and return ``(problems, page)``
+    (the page left open at the first width for page-specific checks by the caller, who closes it).
 
     ``claims``: claim ids recorded per chapter stem in this build (for verdicts, ledger, index).
     """
@@ -234,7 +234,8 @@ def test_page_in_a_real_browser(site, browser, claims, page_name):
         page.close()
     assert not problems, f"{page_name}: {len(problems)} problems\n" + "\n".join(map(str, problems))
     if re.match(r"book/\d", page_name) and not verdicts_printed:
-        pytest.skip("verdict lines not checked: no check cell printed anything (claims without verdicts yet)")
+        pytest.skip("verdict lines not checked: no check cell of any chapter printed a line naming its claim "
+                    "(ntkbook.claims does not print verdicts yet)")
 
 
 @pytest.mark.parametrize("page_name", [LEDGER_PAGE, INDEX_PAGE])
