@@ -14,6 +14,7 @@ test can say which defect a page shows.  Categories:
 ``verdict``   a chapter whose outputs do not show a verdict line for every claim it recorded
 ``ledger``    a Claims ledger page that does not list every claim of this build
 ``index``     an Index of results without rows, or that does not link every chapter with claims
+``placeholder`` text standing in for numbers this build should report ("not measured yet", ...)
 ``js``        an uncaught JavaScript error
 """
 
@@ -227,6 +228,16 @@ def index_page(page, chapters_with_claims: list[str]) -> list[Problem]:
     if unlinked:
         return [Problem("index", f"chapters with claims that the Index of results does not link: {unlinked}")]
     return []
+
+
+PLACEHOLDERS = ("not measured yet", "No claims were recorded", "Lorem ipsum", "TODO")
+
+
+def placeholders(page) -> list[Problem]:
+    """Every page reports this build's numbers: no placeholder text in the text column."""
+    loc = page.locator("article.bd-article")
+    text = loc.inner_text() if loc.count() else ""
+    return [Problem("placeholder", f"placeholder text {p!r}") for p in PLACEHOLDERS if p in text]
 
 
 def js_errors(errors: list[str]) -> list[Problem]:
