@@ -18,10 +18,12 @@ test)
   dir=${2:-/tmp/ntkbook-fresh-test}
   rm -rf "$dir" && git clone -q "$src" "$dir" && cd "$dir"
   start=$(date +%s.%N)
-  make test PYTEST_ARGS="--durations=40" 2>&1 | tee make-test.log
+  status=0
+  make test PYTEST_ARGS="--durations=40" > make-test.log 2>&1 || status=$?
   end=$(date +%s.%N)
-  echo "make test (fresh clone, install included): $(echo "$end - $start" | bc) s wall; load average $(load)" \
-    | tee -a make-test.log
+  tail -60 make-test.log
+  echo "make test (fresh clone, install included): $(echo "$end - $start" | bc) s wall, exit status $status;" \
+    "load average $(load)" | tee -a make-test.log
   ;;
 book)
   stem=${2:-05b-optimization-without-linearity}
