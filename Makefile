@@ -7,8 +7,13 @@ STAMP := $(VENV)/.installed
 
 # executed notebooks store no progress bars
 export NTKBOOK_PROGRESS ?= 0
+# JAX's persistent compilation cache: every process of a build or test run (papermill's and nbval's
+# kernels, Jupyter Book's, the unit tests) reuses what another compiled.  Entries are keyed by the
+# computation, the compile options and the JAX/XLA version, so a hit runs the same executable.
+export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/jax-cache
+export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0.1
 
-.PHONY: env browser book book-student test bench preview lint clean
+.PHONY: env browser book book-fresh book-student test bench preview lint sync format clean
 
 env: $(STAMP)
 
@@ -25,14 +30,20 @@ $(STAMP): requirements.txt pyproject.toml
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-deps -e .
 	@touch $(STAMP)
 
-## make book: execute every chapter at NTKBOOK_SCALE (default: book) and build the HTML, warnings as errors
+## make book: build the HTML at NTKBOOK_SCALE (default: book), warnings as errors.  Chapters whose code
+## is unchanged since the last make book at that scale (same package source and libraries) come from
+## Jupyter Book's execution cache with their claims ledger; the others are executed.
+## make book-fresh: the same, emptying the execution cache first (every chapter executed)
 book: $(STAMP)
-	rm -rf _build/html _build/.doctrees _build/jupyter_execute _build/ledger
-	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} NTKBOOK_LEDGER_DIR=$(CURDIR)/_build/ledger \
-	  $(BIN)/jupyter-book build . --builder html -W -n --keep-going
+	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo ""
 	@echo "The book is in $(CURDIR)/_build/html — open file://$(CURDIR)/_build/html/index.html"
 	@echo "or serve it: $(BIN)/python -m http.server --directory _build/html 8000"
+
+book-fresh:
+	rm -rf _build/.jupyter_cache
+	$(MAKE) book
 
 ## make book-student: the same book with the exercise solutions left out entirely (_build/student/html)
 book-student: $(STAMP)
@@ -44,10 +55,22 @@ book-student: $(STAMP)
 	rm -rf _build/student && mkdir -p _build/student && mv $(STUDENT)/_build/html _build/student/html && rm -rf $(STUDENT)
 	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"
 
-## make test: unit tests; every notebook at ci scale through papermill and nbval (lax); the book built at
-## ci scale and read page by page in headless Chromium (screenshots in _build/test-artifacts/)
+## make test: lint (ruff: package, tests, benchmarks, book/_ext, notebooks at 80 columns); every chapter
+## executed once at ci scale by papermill (tests/execute_chapters.py, two at a time); then one pytest run:
+## unit tests, each chapter's claims ledger, the book rendered from the executed chapters and read page by
+## page in headless Chromium (screenshots in _build/test-artifacts/), and nbval re-executing the executed
+## chapters and comparing the outputs of their check cells (tag nbval-check-output) with papermill's.
+## Slowest tests: make test PYTEST_ARGS=--durations=40
+# No nbval sanitizer: the compared outputs are the check cells' verdict lines, whose numbers ntkbook.claims
+# rounds; two executions on this CPU (cold and warm compilation cache) printed identical lines.  Add one
+# (--nbval-sanitize-with) only for a number whose floating-point summation order can legitimately vary,
+# and name the cell it is for.
+EXECUTED := _build/test-executed
 test: $(STAMP) browser
-	$(BIN)/python -m pytest tests book --nbval-lax -n 2 --dist loadfile
+	$(BIN)/ruff check .
+	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs 2
+	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest tests/test_book.py $(EXECUTED)/book tests \
+	  --nbval-lax -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## make preview NB=book/NN-name.ipynb: build the book in a temp dir executing only that chapter (ci scale);
 ## the chapter is added to the table of contents if it is not listed yet
@@ -65,8 +88,25 @@ preview: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py $(BENCH_ARGS)
 
+## make lint: ruff on everything it covers (the chapters at 80 columns: book/ruff.toml)
 lint: $(STAMP)
-	$(BIN)/ruff check ntkbook tests book/_ext benchmarks
+	$(BIN)/ruff check .
+
+## make sync: after editing a chapter (either book/NN-name.ipynb or its twin book/myst/NN-name.md), bring
+## the other file up to date (jupytext --sync: the newer one wins) and put the notebook in normal form
+sync: $(STAMP)
+	$(BIN)/python tests/notebook_format.py sync
+
+## make format: sync, then format the chapters' code to 80 columns (ruff format; comments and strings that
+## ruff leaves long are wrapped by tests/notebook_format.py, which keeps a change only if the program's
+## syntax tree is unchanged), apply ruff's safe fixes, and sync the twins again
+format: sync
+	$(BIN)/ruff format book/*.ipynb
+	$(BIN)/python tests/notebook_format.py wrap
+	$(BIN)/ruff format book/*.ipynb
+	$(BIN)/ruff check --fix --exit-zero book/*.ipynb
+	touch book/*.ipynb
+	$(BIN)/python tests/notebook_format.py sync
 
 clean:
 	rm -rf _build .pytest_cache .ruff_cache

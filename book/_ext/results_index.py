@@ -37,6 +37,13 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from docutils import nodes
+from ntkbook.claims import is_book_ref
+from sphinx.application import Sphinx
+from sphinx.util import logging
+from sphinx.util.docutils import SphinxDirective
+from sphinx.util.nodes import make_refnode
+
 from claims_ledger import (
     book_ledgers,
     book_notebooks,
@@ -49,13 +56,6 @@ from claims_ledger import (
     track_generated_pages,
     verdict_node,
 )
-from docutils import nodes
-from sphinx.application import Sphinx
-from sphinx.util import logging
-from sphinx.util.docutils import SphinxDirective
-from sphinx.util.nodes import make_refnode
-
-from ntkbook.claims import is_book_ref
 
 RESULTS_DIR = Path(__file__).resolve().parents[1] / "_data" / "results"
 PAPER_KEYS = ("liu2020", "liu2022", "oymak2020")

@@ -51,9 +51,9 @@ def duration(seconds: float) -> str:
 
 
 def _ledger_scale(app, stem: str) -> str | None:
-    from claims_ledger import ledger_directory
-
     from ntkbook.claims import read_ledgers
+
+    from claims_ledger import ledger_directory
 
     try:
         recs = read_ledgers(ledger_directory(app)).get(stem, [])
