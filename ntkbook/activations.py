@@ -83,18 +83,21 @@ class Activation:
     Attributes:
         name: registry name.
         fn: the elementwise JAX function, any array shape to the same shape.
-        lipschitz_fn, smoothness_fn, floor_fn: zero-argument callables (cached where numerical) giving
-            sup|σ'|, sup|σ''| and inf|σ'| (see the properties).
+        lipschitz_fn: zero-argument callable (cached where numerical) giving sup|σ'| (see the properties).
+        smoothness_fn: the same for sup|σ''|.
+        floor_fn: the same for inf|σ'|.
         twice_differentiable: False for ReLU and the step (σ'' has a Dirac mass).
         has_derivative: False for the step, whose derivative is a Dirac mass (no Σ(X)).
         smooth: True when σ' is analytic, so that Gauss–Hermite quadrature of σ, σ' converges
             spectrally (False for ReLU and the step).
         prime_fn: closed-form JAX σ', or None (then autodiff).
         pair_fn: fused JAX z ↦ (σ(z), σ'(z)) with as few transcendental evaluations as possible, or None.
-        numpy_fn, numpy_prime: float64 NumPy σ and σ', or None (then the JAX function under x64).
-        hermite, hermite_prime: :class:`PiecewisePolynomial` forms of σ and σ' for exact (sympy)
-            Hermite coefficients, or None.
-        kernel, kernel_prime: closed-form NumPy dual kernels ρ ↦ E[σ(u)σ(v)] and E[σ'(u)σ'(v)], or None.
+        numpy_fn: float64 NumPy σ, or None (then the JAX function under x64).
+        numpy_prime: float64 NumPy σ', or None.
+        hermite: :class:`PiecewisePolynomial` form of σ for exact (sympy) Hermite coefficients, or None.
+        hermite_prime: the same for σ', or None.
+        kernel: closed-form NumPy dual kernel ρ ↦ E[σ(u)σ(v)], or None.
+        kernel_prime: closed-form NumPy dual kernel ρ ↦ E[σ'(u)σ'(v)], or None.
     """
 
     name: str
@@ -470,12 +473,12 @@ class ActivationConstants:
 
     @property
     def bound_theorem_2_1(self) -> float:
-        """B of Theorem 2.1 (Oymak–Soltanolkotabi): |φ'| ≤ B and |φ''| ≤ B, so B = max(L, β)."""
+        """The B of Theorem 2.1 of Oymak–Soltanolkotabi, |φ'| ≤ B and |φ''| ≤ B, so B = max(L, β)."""
         return max(self.lipschitz, self.smoothness)
 
     @property
     def bound_theorem_3_2(self) -> float:
-        """B of Theorem 3.2: |φ(0)| ≤ B and |φ'| ≤ B, so B = max(|φ(0)|, L)."""
+        """The B of Theorem 3.2, |φ(0)| ≤ B and |φ'| ≤ B, so B = max(|φ(0)|, L)."""
         return max(self.phi_at_zero, self.lipschitz)
 
 

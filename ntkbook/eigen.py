@@ -103,8 +103,9 @@ class EigenResult:
         eigenvector: the unit (Ritz) eigenvector of ``eigenvalue``, shaped like the operator's
             template (a flat array for a dense matrix); ``None`` when not computed (``vectors=False``,
             or A = 0).
-        lambda_min, lambda_max: estimates of the smallest and largest eigenvalues (NaN for an end
-            the method did not compute, e.g. ARPACK with which="LA" has no λ_min).
+        lambda_min: estimate of the smallest eigenvalue (NaN for an end the method did not compute,
+            e.g. ARPACK with which="LA" has no λ_min).
+        lambda_max: estimate of the largest eigenvalue (NaN when not computed).
         iterations: products (Lanczos steps) the answer is built from (0 for an explicit dense matrix,
             n when a matrix-free operator was formed densely).
         products: all products computed, including the one that measures the residual.

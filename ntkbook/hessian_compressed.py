@@ -79,7 +79,7 @@ def supports(model: Any) -> bool:
 
 
 def single_input(model: Any, x: Any) -> Array:
-    """One input as a 1-d array (d,) for dense models, (*spatial, c) for CNNs (validated)."""
+    """One input as a 1-d array (d,) for dense models, (\\*spatial, c) for CNNs (validated)."""
     if isinstance(model, ConvNet):
         x = V.array("x", x)
         return model.images(x[None])[0]

@@ -470,8 +470,8 @@ def empirical_ntk(
         method: ``"jacobian"``, ``"ntvp"``, ``"structured"`` or ``"auto"`` (module docstring).
         batch_size: for ``"ntvp"``, how many kernel columns to compute at once, rounded to whole
             inputs (k columns each, at least two inputs; memory O(batch_size · P)); default: as many
-            as fit in :data:`NTVP_STEP_BYTES`.
-        flat: return the (n1·k, n2·k) matrix of :func:`flatten_ntk` (rows (i, a), columns (j, b)).
+            as fit in :data:`~ntkbook.kernels.NTVP_STEP_BYTES`.
+        flat: return the (n1·k, n2·k) matrix of :func:`~ntkbook.kernels.flatten_ntk` (rows (i, a), columns (j, b)).
 
     Returns:
         ``(n1, n2)`` for scalar outputs (also when k = 1), ``(n1, n2, k, k)`` for k > 1, with

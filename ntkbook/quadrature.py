@@ -50,7 +50,7 @@ import numpy as np
 from . import _validation as V
 
 MAX_DEGREE = 360
-"""Largest supported degree: beyond about 370 nodes NumPy's ``hermegauss`` weights underflow (the
+"""The largest supported degree.  Beyond about 370 nodes NumPy's ``hermegauss`` weights underflow (the
 outermost ones fall below the smallest double) and the rule silently loses its moments."""
 
 

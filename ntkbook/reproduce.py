@@ -53,9 +53,11 @@ class Reproduction:
         figure: (table, settings) → a matplotlib figure: the one function that draws this figure,
             also called by the chapter.
         summary: (table, settings) → extra JSON-able numbers (e.g. fitted rates), or None.
-        pieces, compute, assemble, plot: the legacy form (no sweep): settings → work items,
-            (item, settings) → result dict, (settings, items, results) → output keys, (result, path)
-            → PNG.  Removed once every reproduction uses a sweep.
+        pieces: legacy form (no sweep), settings → work items.  The legacy fields are removed once
+            every reproduction uses a sweep.
+        compute: legacy form, (item, settings) → result dict.
+        assemble: legacy form, (settings, items, results) → output keys.
+        plot: legacy form, (result, path) → PNG.
     """
 
     name: str
