@@ -41,10 +41,12 @@ def to_jsonable(value: Any) -> Any:
 
 
 def canonical_json(value: Any) -> str:
+    """A stable JSON text of ``value`` (via :func:`to_jsonable`; dict keys sorted, no spaces)."""
     return json.dumps(to_jsonable(value), sort_keys=True, separators=(",", ":"))
 
 
 def digest(value: Any) -> str:
+    """SHA-256 (hex) of :func:`canonical_json` of ``value``: equal values give equal digests."""
     return hashlib.sha256(canonical_json(value).encode()).hexdigest()
 
 
@@ -79,6 +81,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_json(path: Path, value: Any) -> None:
+    """Write ``value`` as indented JSON to ``path`` atomically (:func:`atomic_write_bytes`)."""
     atomic_write_bytes(path, (json.dumps(to_jsonable(value), indent=1) + "\n").encode())
 
 

@@ -1,0 +1,95 @@
+"""Where each mathematical object of the book is defined: one home per object.
+
+:data:`HOMES` is the list the API page shows ("Where each object lives"); a test checks that every name
+resolves to an object of the package, so the list cannot drift from the code.  When you add an object
+the chapters share, give it one home here instead of a second copy in a chapter module.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Home:
+    """One object and the public name that defines it.
+
+    Attributes:
+        object: what it is, in the book's words (e.g. "tangent kernel K(x, z) = ∇f(x)ᵀ∇f(z)").
+        name: dotted public name of the defining function, class or constant.
+        note: one line on variants, methods or the paper equation.
+    """
+
+    object: str
+    name: str
+    note: str = ""
+
+    @property
+    def module(self) -> str:
+        """The module (file) the object lives in."""
+        return resolve(self.name).__module__ if not _is_module(self.name) else self.name
+
+
+HOMES: tuple[Home, ...] = (
+    Home("tangent kernel K(w; x, z) = ∇f(w; x)ᵀ∇f(w; z)", "ntkbook.kernels.empirical_ntk",
+         "methods: structured (dense layers), NTK-vector products, Jacobian contraction; Eq. 1 of Liu–Zhu–Belkin 2020"),
+    Home("Jacobian ∂f/∂w", "ntkbook.kernels.jacobian_matrix"),
+    Home("relative kernel change ‖K − K₀‖_F / ‖K₀‖_F", "ntkbook.kernels.relative_change"),
+    Home("Hessian-vector product", "ntkbook.hessian.hvp"),
+    Home("Hessian spectral norm ‖H‖", "ntkbook.hessian.hessian_spectral_norm",
+         "full or exact-range compressed operator; solvers dense / Lanczos / ARPACK / fixed steps"),
+    Home("second-derivative tensor ∂²α/∂w²", "ntkbook.hessian.second_derivative_tensor"),
+    Home("extreme eigenpairs of a symmetric operator", "ntkbook.eigen.extreme_eigenpairs",
+         "one result type, EigenResult (value, iterations, residual, converged)"),
+    Home("(2,2,1)-norm of a third-order tensor", "ntkbook.norms.norm_221", "Eq. 12 of Liu–Zhu–Belkin 2020"),
+    Home("gradient descent / SGD and the loss L = (1/2n) Σ ‖f − y‖²", "ntkbook.training.train",
+         "one loop (scan / while_loop), stopping rule StopRule, optax update rules, trackers"),
+    Home("step size from the kernel, η = c·n/λ_max(K)", "ntkbook.training.step_size_from_kernel"),
+    Home("activations, derivatives and the papers' constants", "ntkbook.activations.get_activation",
+         "one registry: φ, φ', φ'', Lipschitz/smoothness constants, dual kernels"),
+    Home("Hermite coefficients", "ntkbook.activations.hermite_coefficients"),
+    Home("Gauss–Hermite quadrature", "ntkbook.quadrature.gaussian_expectation"),
+    Home("Khatri–Rao products", "ntkbook.khatri_rao"),
+    Home("covariances Σ(X), Σ̃(X) of Oymak–Soltanolkotabi", "ntkbook.covariance"),
+    Home("power-law (log–log) fit with standard error", "ntkbook.fitting.power_law_fit"),
+    Home("the rate rule (window fixed a priori, rivals)", "ntkbook.fitting.decide_rate"),
+    Home("typed claims (bound, rate, order, close, identity, condition)", "ntkbook.claims"),
+    Home("experiment settings per scale", "ntkbook.scales.get", "one frozen dataclass per experiment"),
+    Home("sweeps over widths / seeds / activations", "ntkbook.sweep.run",
+         "seed from the piece's coordinates, piece cache on disk, --shard i/n"),
+    Home("tables", "ntkbook.tables.show", "the one table function of the book"),
+    Home("models (MLP, CNN, ResNet, DenseNet, assemblies)", "ntkbook.models",
+         "parameterization ('ntk' / 'lecun') is static pytree data"),
+    Home("JSON records, digests, atomic writes", "ntkbook.records"),
+)
+"""The one home of each object the chapters share (shown on the API page)."""
+
+
+def _is_module(name: str) -> bool:
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        return False
+    return True
+
+
+def resolve(name: str) -> Any:
+    """The object a dotted public name refers to (a module, or an attribute of one).
+
+    Raises:
+        ValueError: if ``name`` does not name an object of the package.
+    """
+    if not isinstance(name, str) or not name.startswith("ntkbook"):
+        raise ValueError(f"name must be a dotted name in the ntkbook package, got {name!r}")
+    if _is_module(name):
+        return importlib.import_module(name)
+    module, _, attr = name.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module), attr)
+    except (ImportError, AttributeError):
+        raise ValueError(f"name {name!r} does not name an object of the package") from None
+
+
+__all__ = ["HOMES", "Home", "resolve"]
