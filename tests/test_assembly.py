@@ -301,6 +301,11 @@ def test_lemma2_formulas():
     for m in (30, 100, 1000, 10**5):
         assert ea.lemma2_exact(m) <= ea.lemma2_bound(m)
     assert ea.lemma2_bound(10) == 1.0  # vacuous for small m
+    # the threshold where the bound crosses one: closed form, Brent root, and the integers around it
+    t = ea.lemma2_threshold()
+    assert t == pytest.approx(12.7402150408786, rel=1e-12)
+    assert ea.lemma2_bound_root() == pytest.approx(t, rel=1e-10)
+    assert 2 * 12 * math.exp(-0.5 * math.log(12) ** 2) > 1 > ea.lemma2_bound(13)
     freq = ea.lemma2_frequency((10, 20), 20_000, jax.random.key(0))
     z = np.abs(freq["frequency"] - freq["exact"]) / freq["standard_error"]
     assert np.all(z < 4.5)
