@@ -158,6 +158,13 @@ def test_turn_quadratic_and_densenet_pieces():
     assert quad["target_layer"] == [3]  # the output f, assembled from the layer-2 neurons
     assert np.all(np.asarray(quad["worst"]) > 0) and np.all(np.asarray(quad["frame"]) >= 1.0 - 1e-6)
     np.testing.assert_allclose(quad["bound_with_frame"], np.asarray(quad["bound"]) * np.asarray(quad["frame"]))
+    # Lemma 3's ‖∇α⁽²⁾(∇α⁽²⁾)ᵀ‖ against autodiff Jacobians of the post-activations of layer 2
+    x, _ = eo.load_data(GEOMETRY)
+    model, params = eo.make_network("fc", 8, 0, GEOMETRY, x.shape[1])
+    jac = jax.jacobian(lambda p: model.forward(p, x[:1]).post[2][0])(params)
+    flat = jnp.concatenate([j.reshape(8, -1) for j in jax.tree_util.tree_leaves(jac)], axis=1)
+    ref = np.linalg.eigvalsh(np.asarray(flat @ flat.T, np.float64)).max()
+    assert quad["gram_norm"][0] == pytest.approx(ref, rel=1e-4)
     hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, DENSENET)
     assert hess["hessian_norm"] > 0 and hess["residual"] < 1e-2
 
