@@ -511,6 +511,16 @@ class OrthogonalityGaussian(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class FrameLimit(ExperimentSettings):
+    """Sizes of ``frame_limit``: λ_max of the cosine matrix of the layer-2 normals (Eq. 18) with m₂ =
+    ``upper_width`` fixed and m₁ over ``lower_widths`` (the paper's sequential limit m₁ → ∞)."""
+
+    upper_width: int
+    lower_widths: tuple[int, ...]
+    runs: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class NeuronGeometry(ExperimentSettings):
     """Sizes of ``neuron_geometry``: Theorems 2 and 4: turn of neuron gradients in B(θ₀, R), quadratic term of next-
     layer pre-activations.
@@ -1436,6 +1446,12 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             lr_factor=1.0,
         ),
     },
+    "frame_limit": {
+        # Eq. 18 in the paper's sequential limit: m_l fixed, m_{l-1} → ∞
+        "ci": FrameLimit(upper_width=64, lower_widths=(128, 1024, 8192), runs=2),
+        "book": FrameLimit(upper_width=64, lower_widths=(128, 512, 2048, 8192), runs=4),
+        "paper": FrameLimit(upper_width=64, lower_widths=(128, 512, 2048, 8192, 32768), runs=8),
+    },
     "neuron_geometry": {
         # Theorems 2 and 4: turn of neuron gradients in B(θ₀, R), quadratic term of next-layer pre-activations
         "ci": NeuronGeometry(
@@ -1463,7 +1479,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             seed=0,
             depth=3,
             widths=(32, 128, 512),
-            runs=1,
+            runs=2,
             radius=2.0,
             neurons=3,
             directions=3,

@@ -205,16 +205,16 @@ def test_remainder_is_taylor_remainder(x64):
     rng = np.random.default_rng(2)
     w = jnp.asarray(rng.normal(size=fam.num_params(D)))
     delta = jnp.asarray(rng.normal(size=fam.num_params(D)) * 1e-3)
-    r = float(ea._remainder(fam, w, x, delta))
+    r = float(ea.sub_model_remainder(fam, w, x, delta))
     h = np.asarray(asm.sub_model_hessian(fam, w, x))
     quad = 0.5 * float(np.asarray(delta) @ h @ np.asarray(delta))
     assert r == pytest.approx(quad, rel=2e-2)  # the third-order term is O(‖Δ‖) ≈ 1e-2 relative
-    r_half = float(ea._remainder(fam, w, x, delta / 2))
+    r_half = float(ea.sub_model_remainder(fam, w, x, delta / 2))
     assert 8 * r_half - r == pytest.approx(quad, rel=1e-4)  # Richardson: cancels the cubic term
     sq = asm.get_family("square")
     a = jnp.asarray(rng.normal(size=D))
     d2 = jnp.asarray(rng.normal(size=D))
-    assert float(ea._remainder(sq, a, x, d2)) == pytest.approx(0.5 * float(d2 @ x) ** 2 / D, rel=1e-12)
+    assert float(ea.sub_model_remainder(sq, a, x, d2)) == pytest.approx(0.5 * float(d2 @ x) ** 2 / D, rel=1e-12)
 
 
 @pytest.mark.parametrize("weights", ["ones", "signs", "gaussian"])
@@ -227,7 +227,7 @@ def test_worst_case_of_square_family_attains_the_bound(x64, weights):
     v = asm.assembly_weights(jax.random.key(1), m, weights, jnp.float64)
     s = asm.scaling_factor(m, asm.resolve_scaling(fam, weights))
     q = asm.active_basis(fam, x)
-    sub = ea._sub_model_worst(fam, w, x, q, radius, 1.0, 20)
+    sub = ea.sub_model_worst(fam, w, x, q, radius, 1.0, 20)
     wc = ea.worst_case(fam, w, v, s, x, q, sub, radius, 1.0, 20)
     vn = np.asarray(v)
     exact = radius**2 * max(vn.max(initial=0), -vn.min(initial=0)) / (2 * s)
@@ -243,13 +243,13 @@ def test_worst_case_matches_brute_force_for_one_neuron(x64):
     v = jnp.ones((1,), jnp.float64)
     q = asm.active_basis(fam, x)
     radius = 2.0
-    sub = ea._sub_model_worst(fam, w, x, q, radius, 0.4, 200)
+    sub = ea.sub_model_worst(fam, w, x, q, radius, 0.4, 200)
     wc = ea.worst_case(fam, w, v, 1.0, x, q, sub, radius, 2.5, 50)
     angles = np.linspace(0, 2 * np.pi, 20001)
     radii = np.linspace(0, radius, 81)
     t = np.stack(np.meshgrid(radii, angles, indexing="ij"), -1).reshape(-1, 2)
     pts = np.stack([t[:, 0] * np.cos(t[:, 1]), t[:, 0] * np.sin(t[:, 1])], 1)
-    vals = jax.vmap(lambda ti: ea._remainder(fam, w[0], x, ti @ q))(jnp.asarray(pts))
+    vals = jax.vmap(lambda ti: ea.sub_model_remainder(fam, w[0], x, ti @ q))(jnp.asarray(pts))
     brute = float(jnp.max(jnp.abs(vals)))
     assert wc["worst"] >= brute * (1 - 1e-6)
     assert wc["worst"] <= brute * (1 + 1e-3)  # the grid is fine but not exact
@@ -275,7 +275,7 @@ def test_theorem1_piece_bound_and_consistency():
         xx = jnp.asarray(x)
         lz = hessian_spectral_norm(lambda p: model.apply(p, xx[None])[0], params, tol=1e-10)
         q = asm.active_basis(model.family, xx)
-        sub = ea._sub_model_worst(model.family, params["w"], xx, q, 1.0, 0.5, 2)
+        sub = ea.sub_model_worst(model.family, params["w"], xx, q, 1.0, 0.5, 2)
         blocks = float(jnp.max(jnp.abs(model.v) * sub["hess_norm"])) / model.scale
     assert lz.value == pytest.approx(blocks, rel=1e-8)
 
@@ -301,6 +301,11 @@ def test_lemma2_formulas():
     for m in (30, 100, 1000, 10**5):
         assert ea.lemma2_exact(m) <= ea.lemma2_bound(m)
     assert ea.lemma2_bound(10) == 1.0  # vacuous for small m
+    # the threshold where the bound crosses one: closed form, Brent root, and the integers around it
+    t = ea.lemma2_threshold()
+    assert t == pytest.approx(12.7402150408786, rel=1e-12)
+    assert ea.lemma2_bound_root() == pytest.approx(t, rel=1e-10)
+    assert 2 * 12 * math.exp(-0.5 * math.log(12) ** 2) > 1 > ea.lemma2_bound(13)
     freq = ea.lemma2_frequency((10, 20), 20_000, jax.random.key(0))
     z = np.abs(freq["frequency"] - freq["exact"]) / freq["standard_error"]
     assert np.all(z < 4.5)

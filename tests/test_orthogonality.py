@@ -11,7 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ntkbook import reproduce, scales
+from ntkbook import reproduce, scales, sweep
+from ntkbook.data import digits
 from ntkbook.experiments import orthogonality as eo
 from ntkbook.models import mlp
 from ntkbook.models.densenet import DenseNet, densenet
@@ -157,6 +158,13 @@ def test_turn_quadratic_and_densenet_pieces():
     assert quad["target_layer"] == [3]  # the output f, assembled from the layer-2 neurons
     assert np.all(np.asarray(quad["worst"]) > 0) and np.all(np.asarray(quad["frame"]) >= 1.0 - 1e-6)
     np.testing.assert_allclose(quad["bound_with_frame"], np.asarray(quad["bound"]) * np.asarray(quad["frame"]))
+    # Lemma 3's ‖∇α⁽²⁾(∇α⁽²⁾)ᵀ‖ against autodiff Jacobians of the post-activations of layer 2
+    x, _ = eo.load_data(GEOMETRY)
+    model, params = eo.make_network("fc", 8, 0, GEOMETRY, x.shape[1])
+    jac = jax.jacobian(lambda p: model.forward(p, x[:1]).post[2][0])(params)
+    flat = jnp.concatenate([j.reshape(8, -1) for j in jax.tree_util.tree_leaves(jac)], axis=1)
+    ref = np.linalg.eigvalsh(np.asarray(flat @ flat.T, np.float64)).max()
+    assert quad["gram_norm"][0] == pytest.approx(ref, rel=1e-4)
     hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, DENSENET)
     assert hess["hessian_norm"] > 0 and hess["residual"] < 1e-2
 
@@ -199,7 +207,8 @@ def test_orthogonality_reproduction(tmp_path, monkeypatch):
     assert np.asarray(on_disk["mean_abs_cos_by_layer"]).shape == (2, 1, 3)
     assert np.asarray(on_disk["bottleneck_mean_abs_cos"]).shape == (2, 1)
     layers = np.asarray(on_disk["bottleneck_mean_abs_cos_by_layer"])
-    np.testing.assert_array_equal(layers[:, :, 2], np.asarray(on_disk["bottleneck_mean_abs_cos"]))
+    np.testing.assert_array_equal(layers[:, :, 1], np.asarray(on_disk["bottleneck_mean_abs_cos"]))
+    np.testing.assert_array_equal(layers[:, :, 2], np.asarray(on_disk["bottleneck_assembled_mean_abs_cos"]))
     np.testing.assert_allclose(np.asarray(on_disk["mean_abs_cos"]),
                                np.asarray(on_disk["mean_abs_cos_by_layer"]).mean(axis=2), rtol=1e-6)
     assert np.all(np.asarray(on_disk["loss_final"]) < np.asarray(on_disk["loss_init"]))
@@ -207,3 +216,24 @@ def test_orthogonality_reproduction(tmp_path, monkeypatch):
     assert (tmp_path / "orthogonality.png").stat().st_size > 0
     again = reproduce.run("orthogonality", "ci", tmp_path)
     assert again["cached_pieces"] == again["pieces"] and again["mean_abs_cos"] == result["mean_abs_cos"]
+
+
+def test_frame_limit_piece_against_autodiff_cosines():
+    """The FRAME_LIMIT piece equals λ_max of the cosines of autodiff gradients of the layer-2 pre-activations."""
+    settings = scales.FrameLimit(upper_width=6, lower_widths=(10,), runs=1)
+    table = sweep.run(eo.FRAME_LIMIT, settings)
+    assert list(table["lower_width"]) == [10] and table.shape[0] == 1
+    key = sweep.piece_key("frame_limit", {"lower_width": 10, "run": 0})
+    x, _ = digits.two_classes()
+    model, params = mlp(key, (10, 6), input_dim=x.shape[1], activation="tanh")
+
+    def pre2(p):
+        return model.forward(p, x[:1]).pre[1][0]
+
+    jac = jax.jacobian(pre2)(params)
+    flat = jnp.concatenate([j.reshape(6, -1) for j in jax.tree_util.tree_leaves(jac)], axis=1)
+    g = np.asarray(flat @ flat.T, np.float64)
+    d = np.sqrt(np.diag(g))
+    ref = np.linalg.eigvalsh(g / d[:, None] / d[None, :]).max()
+    assert float(table["λ_max(C)"].iloc[0]) == pytest.approx(ref, rel=1e-4)
+

@@ -52,7 +52,7 @@ HIGHEST = jax.lax.Precision.HIGHEST
 # ---------------------------------------------------------------------------------------------
 
 
-def _remainder(family: SubModelFamily, w: Array, x: Array, delta: Array) -> Array:
+def sub_model_remainder(family: SubModelFamily, w: Array, x: Array, delta: Array) -> Array:
     """g(w + Δ) − g(w) − ∇g(w)ᵀΔ for one sub-model (Δ in parameter space, shape (p,))."""
     g = partial(family.apply_one, x=x)
     g0, dg = jax.jvp(g, (w,), (delta,))
@@ -71,7 +71,7 @@ def _project_ball(t: Array, radius: float) -> Array:
 
 
 @partial(jax.jit, static_argnames=("family", "steps"))
-def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Array, radius: float, lr: float,
+def sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Array, radius: float, lr: float,
                      steps: int) -> dict[str, Array]:
     """For every sub-model: max over ‖t‖ ≤ R of +rᵢ and −rᵢ (Δ = Qᵀt) with the maximizers, and the extreme
     eigenpairs of its reduced Hessian at w₀ (whose largest |λ| is ‖Hᵢ(w₀)‖).
@@ -92,8 +92,8 @@ def _sub_model_worst(family: SubModelFamily, w_all: Array, x: Array, q_basis: Ar
         step = jnp.minimum(1.0 / jnp.maximum(norm, 1e-12), 4.0 * lr)
 
         def ascend(sign, t0):
-            return _projected_ascent(lambda t: sign * _remainder(family, w, x, t @ q_basis), t0, step, radius,
-                                     steps)
+            return _projected_ascent(lambda t: sign * sub_model_remainder(family, w, x, t @ q_basis), t0, step,
+                                     radius, steps)
 
         vals, ts = jax.vmap(ascend)(signs, starts)
         ip, im = jnp.argmax(vals[:4]), 4 + jnp.argmax(vals[4:])
@@ -132,7 +132,7 @@ def _subset_ascent(family: SubModelFamily, w_sub: Array, v_sub: Array, scale: fl
 
     def run(sign, t_start):
         def obj(t):
-            r = jax.vmap(lambda w, ti: _remainder(family, w, x, ti @ q_basis))(w_sub, t)
+            r = jax.vmap(lambda w, ti: sub_model_remainder(family, w, x, ti @ q_basis))(w_sub, t)
             return sign * jnp.dot(v_sub, r) / scale
 
         return _projected_ascent(obj, t_start, lr, radius, steps)
@@ -171,7 +171,7 @@ def worst_case(family: SubModelFamily, w_all: Array, v: Array, scale: float, x: 
     """Worst case of |f(θ₀+Δ) − f(θ₀) − ∇f(θ₀)ᵀΔ| over ‖Δ‖ ≤ R for the assembly (1/s)Σ vᵢ g(wᵢ; x).
 
     ``v`` may contain zeros (sub-models left out, e.g. to pad a smaller assembly to a fixed size);
-    ``sub`` is the output of :func:`_sub_model_worst` for ``w_all``.
+    ``sub`` is the output of :func:`sub_model_worst` for ``w_all``.
 
     Candidates: all the radius on one sub-model (its own worst case ψᵢ, found by the per-sub-model ascent),
     or shared equally by the k sub-models of largest curvature |vᵢ|λᵢ (k in :data:`SPREADS`), each along its
@@ -352,7 +352,7 @@ def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any
         w_all = asm.init_sub_models(k_w, family, m_max, d, jnp.float64)
         p = w_all.shape[1]
         q_basis = asm.active_basis(family, x64)
-        sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / b, int(settings.ascent_steps))
+        sub = sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / b, int(settings.ascent_steps))
         psi = jnp.maximum(sub["plus"], sub["minus"])
         for weights in settings.weights:
             v_all = asm.assembly_weights(k_v, m_max, weights, jnp.float64)
@@ -482,6 +482,24 @@ def lemma2_bound(m: int) -> float:
     return min(1.0, 2.0 * math.exp(-0.5 * math.log(m) ** 2 + math.log(m)))
 
 
+def lemma2_threshold() -> float:
+    """The m above which Lemma 2's bound 2m·exp(−½ log²m) is below one, in closed form.
+
+    2m·e^{−(ln m)²/2} < 1 ⟺ (ln m)² − 2 ln m − 2 ln 2 > 0 ⟺ ln m > 1 + √(1 + 2 ln 2), so the threshold is
+    e^{1+√(1+2 ln 2)} ≈ 12.74: the lemma says something from m = 13 on.
+    """
+    return math.exp(1.0 + math.sqrt(1.0 + 2.0 * math.log(2.0)))
+
+
+def lemma2_bound_root() -> float:
+    """The m where 2m·exp(−½ log²m) = 1 (m > e), found numerically (Brent's method, ``xtol`` 1e-12):
+    an independent check of :func:`lemma2_threshold`."""
+    from scipy.optimize import brentq
+
+    # log of the unclipped bound, decreasing for m > e
+    return float(brentq(lambda m: math.log(2.0 * m) - 0.5 * math.log(m) ** 2, math.e, 1e3, xtol=1e-12))
+
+
 @partial(jax.jit, static_argnames=("rows", "m"))
 def _count_exceedances(key, rows, m, valid):
     v = jax.random.normal(key, (rows, m))
@@ -592,7 +610,7 @@ def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Arra
         for seed in range(settings.seeds):
             k_w, k_v = jax.random.split(jax.random.fold_in(key, seed))
             w_all = asm.init_sub_models(k_w, family, m_max, x64.shape[0], jnp.float64)
-            sub = _sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / beta, int(settings.ascent_steps))
+            sub = sub_model_worst(family, w_all, x64, q_basis, radius, 1.0 / beta, int(settings.ascent_steps))
             v_all = asm.assembly_weights(k_v, m_max, "signs", jnp.float64)
             g_all = np.asarray(_sub_outputs(family, w_all, x64))
             for dominant in (False, True):
@@ -670,12 +688,16 @@ __all__ = [
     "THEOREM1_FIELDS",
     "dominating_sweep",
     "lemma2_bound",
+    "lemma2_bound_root",
     "lemma2_exact",
     "lemma2_frequency",
+    "lemma2_threshold",
     "median_limits",
     "median_max_ratios",
     "smoothness",
     "sub_model_mean",
+    "sub_model_remainder",
+    "sub_model_worst",
     "theorem1_fits",
     "theorem1_piece",
     "theorem1_pieces",

@@ -43,6 +43,7 @@ from ..eigen import lambda_max
 from ..models import MLP, mlp
 from ..models.densenet import DenseNet, densenet
 from ..quadrature import gaussian_expectation
+from ..sweep import Sweep, grid
 from ..training import step_size_from_kernel, train
 
 Array = jax.Array
@@ -196,6 +197,27 @@ def frame_constant(gram: Any) -> Array:
     return lambda_max(cosine_matrix(gram))
 
 
+def _frame_limit_piece(coords: Mapping[str, Any], settings: Any, key: Array) -> dict[str, float]:
+    x, _ = digits_data.two_classes()
+    model, params = mlp(key, (int(coords["lower_width"]), int(settings.upper_width)), input_dim=x.shape[1],
+                        activation="tanh")
+    gram = neuron_gradient_grams(model, params, x[:1])[1][0]
+    return {"λ_max(C)": float(frame_constant(gram))}
+
+
+#: Eq. 18 in the paper's sequential limit: the frame constant λ_max(C) of the m₂ = ``upper_width``
+#: normals of layer 2 of a two-hidden-layer tanh network (widths (m₁, m₂), first digit image), for
+#: m₁ in ``lower_widths`` and ``runs`` initializations.  C = aI + WDWᵀ/m₁ normalized (W the m₂ × m₁
+#: second-layer weights, D = diag σ'(z)²): a Gram matrix whose spread is of order √(m₂/m₁), so
+#: λ_max(C) → 1 as m₁ → ∞ at fixed m₂, while for m₁ = m₂ it stays ≈ 3.
+FRAME_LIMIT = Sweep(
+    "frame_limit",
+    lambda s: grid(lower_width=s.lower_widths, run=range(int(s.runs))),
+    _frame_limit_piece,
+    columns={"λ_max(C)": "largest eigenvalue of the cosine matrix of the layer-2 normals (Eq. 18 takes 1)"},
+)
+
+
 @cache
 def _gaussian_moments(activation: str) -> tuple[float, float, float]:
     """(E[σ'(z)⁴], E[σ(z)²], E[σ'(z)²]) for z ~ N(0, 1), by Gauss–Hermite quadrature (float64)."""
@@ -292,9 +314,11 @@ def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str
 
     ``mean_abs_cos``: the equal-width network after training, pairs pooled over its hidden layers (every layer
     has m neurons, so this is the mean of the per-layer values; layer 1 contributes exact zeros, Remark 4).
-    ``bottleneck_mean_abs_cos``: the bottleneck network after training, neurons of the layer that *assembles*
-    the bottleneck (layer 3, whose sub-models are the m_b bottleneck neurons, so that m_{l−1} = m_b in
-    Lemma 1); the bottleneck layer itself is in ``bottleneck_mean_abs_cos_by_layer`` (its m_{l−1} = m₁ is fixed).
+    ``bottleneck_mean_abs_cos``: the bottleneck network after training, neurons of the bottleneck layer itself
+    (layer 2), the metric of the paper's Figure 3 (right) — by Lemma 1 set by m_{l−1} = m₁, which is fixed;
+    ``bottleneck_assembled_mean_abs_cos``: the layer that *assembles* the bottleneck (layer 3, whose sub-models
+    are the m_b bottleneck neurons, so that m_{l−1} = m_b in Lemma 1).  Every layer is in
+    ``bottleneck_mean_abs_cos_by_layer``.
     """
     out: dict[str, Any] = {"dataset": settings.dataset}
     runs = int(settings.runs)
@@ -315,8 +339,10 @@ def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str
         for field in ("loss_init", "loss_final", "lr", "displacement"):
             out[f"{prefix}{field}"] = grid(field)
         if kind == "bottleneck":
-            out["bottleneck_mean_abs_cos"] = grid("mean_abs_cos", 2)
-            out["bottleneck_mean_abs_cos_init"] = grid("mean_abs_cos_init", 2)
+            out["bottleneck_mean_abs_cos"] = grid("mean_abs_cos", 1)
+            out["bottleneck_mean_abs_cos_init"] = grid("mean_abs_cos_init", 1)
+            out["bottleneck_assembled_mean_abs_cos"] = grid("mean_abs_cos", 2)
+            out["bottleneck_assembled_mean_abs_cos_init"] = grid("mean_abs_cos_init", 2)
         else:
             pooled = [[float(np.mean(v)) for v in row] for row in grid("mean_abs_cos")]
             pooled0 = [[float(np.mean(v)) for v in row] for row in grid("mean_abs_cos_init")]
@@ -460,7 +486,7 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
 # ---------------------------------------------------------------------------------------------
 
 QUADRATIC_FIELDS = ("target_layer", "width", "run", "worst", "hessian_term", "beta", "max_w", "bound", "frame",
-                    "bound_with_frame", "rank_one_share")
+                    "bound_with_frame", "rank_one_share", "gram_norm")
 
 
 @cache
@@ -518,6 +544,8 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) 
     * ``bound`` — Theorem 4's βR²·maxᵢ|wᵢ|/(2√m_l) (Eq. 19 with R², as Eqs. 17–18 give);
     * ``frame`` — λ_max of the cosine matrix of the layer-l normals (Eq. 18 takes it to be 1) and
       ``bound_with_frame`` = bound·frame;
+    * ``gram_norm`` — Lemma 3's ‖∇α⁽ˡ⁾(∇α⁽ˡ⁾)ᵀ‖ for the post-activations of layer l (all m_l neurons),
+      λ_max of D G⁽ˡ⁾ D with D = diag σ'(α̃⁽ˡ⁾) (dense symmetric eigenvalue of an m_l × m_l matrix);
     * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
       rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
     """
@@ -546,10 +574,12 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) 
         max_w = float(jnp.max(jnp.abs(w_next)))
         bound = beta * radius**2 * max_w / (2 * math.sqrt(m))
         frame = float(frame_constant(g))
+        dsig = model.activations[lay - 1].derivative(model.forward(params, x0[None]).pre[lay - 1][0])
+        gram_norm = float(lambda_max(g * dsig[:, None] * dsig[None, :]))
         row = {"target_layer": lay + 1, "width": piece["width"], "run": piece["run"], "worst": worst,
                "hessian_term": 0.5 * radius**2 * res.value, "beta": beta, "max_w": max_w, "bound": bound,
                "frame": frame, "bound_with_frame": bound * frame,
-               "rank_one_share": rank_one / second if second != 0 else math.nan}
+               "rank_one_share": rank_one / second if second != 0 else math.nan, "gram_norm": gram_norm}
         for k in QUADRATIC_FIELDS:
             out[k].append(row[k])
     return out
@@ -662,6 +692,7 @@ def per_width(widths: Any, values: Any) -> tuple[np.ndarray, np.ndarray]:
 
 __all__ = [
     "DATASETS",
+    "FRAME_LIMIT",
     "KINDS",
     "QUADRATIC_FIELDS",
     "assemble_orthogonality",

@@ -6,7 +6,8 @@ bottleneck network ("bottleneck", m₁ = m₃ = ``bottleneck_outer``, m₂ = m_b
 trained by full-batch gradient descent on 20 standardized 8×8 digit images of two classes (scikit-learn's
 digits replace CIFAR-10, which cannot be downloaded here).  The JSON holds ``widths``, ``mean_abs_cos``
 ([[per run] per width], pairs pooled over the hidden layers, after training), ``bottleneck_widths``,
-``bottleneck_mean_abs_cos`` ([[per run] per m_b], neurons of the layer assembled from the bottleneck), the
+``bottleneck_mean_abs_cos`` ([[per run] per m_b], neurons of the bottleneck layer, the paper's metric),
+``bottleneck_assembled_mean_abs_cos`` (neurons of layer 3, assembled from the bottleneck), the
 per-layer values at initialization and after training, losses, step sizes, ``dataset`` and ``settings``.
 """
 
