@@ -145,3 +145,15 @@ def test_transition_location_bootstrap_of_identical_trials_is_degenerate():
     mixed[1, 0, :3] = True  # half the trials succeed at k = 2 in column d = 5: the interval widens
     wide = pt.transition_location(ks, ds, n, mixed, resamples=200)
     assert wide["mean_low"] < wide["mean_high"]
+
+
+def test_columns_without_crossing_are_reported_not_averaged():
+    ks, ds, n = [1, 2, 3, 4], [5, 10], 20
+    never = np.zeros(4, bool)
+    col2 = np.array([0, 1, 1, 1], bool)
+    success = np.repeat(np.stack([never, col2], axis=1)[:, :, None], 4, axis=2)
+    loc = pt.transition_location(ks, ds, n, success, resamples=20)
+    assert loc["located"] == [False, True] and loc["ratio"][0] == np.inf
+    assert loc["mean_ratio"] == pytest.approx(0.75) == loc["mean_low"] == loc["mean_high"]
+    none = pt.transition_location(ks, ds, n, np.zeros((4, 2, 3), bool), resamples=20)
+    assert np.isnan(none["mean_ratio"]) and pt.location_verdict(none) == "undecided"
