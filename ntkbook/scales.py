@@ -1672,12 +1672,13 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             tol=2.5e-3,
             chunk=15_000,
         ),
+        # the paper's n = 100, widths 1..25 and 10 trials, on two columns d spanning the transition
         "book": PhaseTransition(
-            n_values=(50,),
+            n_values=(100,),
             activations=("softplus", "relu"),
-            ks=tuple(range(1, 17)),
-            ds=tuple(range(1, 17)),
-            trials=5,
+            ks=tuple(range(1, 26)),
+            ds=(10, 20),
+            trials=10,
             max_iters=15_000,
             tol=2.5e-3,
             chunk=1000,

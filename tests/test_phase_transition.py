@@ -12,8 +12,8 @@ import pytest
 
 from ntkbook import reproduce, scales
 from ntkbook.activations import get_activation
-from ntkbook.experiments import moderate as mo
 from ntkbook.experiments import phase_transition as pt
+from ntkbook.models.oymak_init import output_weights
 
 
 def _plain_gd_residuals(x, y, w, v, lr, activation, steps):
@@ -56,7 +56,7 @@ def test_engine_agrees_with_plain_gradient_descent(activation, dtype):
     for t in range(trials):
         for j, k in enumerate(ks):
             xx, yy = x[t].astype(np.float64), y[t].astype(np.float64)
-            v = np.asarray(mo.output_weights(k, float(np.linalg.norm(yy)), n), np.float64)
+            v = np.asarray(output_weights(k, float(np.linalg.norm(yy)), n), np.float64)
             rel = _plain_gd_residuals(xx, yy, w0[t, k].astype(np.float64), v, lr, activation, steps) \
                 / np.linalg.norm(yy)
             hit = np.nonzero(rel < tol)[0]
@@ -119,3 +119,41 @@ def test_reproduction_at_ci_scale(tmp_path):
             assert prob[above].mean() >= 0.6  # well overparameterized: mostly fits
     again = reproduce.run("phase-transition", "ci", tmp_path)  # resumes entirely from the cache
     assert again["cached_pieces"] == again["pieces"] and again["success"] == result["success"]
+
+
+def test_crossing_interpolates_the_isotonic_fit():
+    assert pt.crossing([1, 2, 3, 4], [0.0, 0.2, 0.8, 1.0]) == pytest.approx(2.5)
+    # a non-monotone column: 0.6, 0.4 pool to 0.5, 0.5, first reaching 1/2 at k = 2
+    assert pt.crossing([1, 2, 3, 4], [0.0, 0.6, 0.4, 1.0]) == pytest.approx(2.0)
+    assert pt.crossing([1, 2, 3], [0.6, 0.9, 1.0]) == -np.inf
+    assert pt.crossing([1, 2, 3], [0.0, 0.1, 0.4]) == np.inf
+    with pytest.raises(ValueError, match="increasing"):
+        pt.crossing([2, 1, 3], [0.0, 0.5, 1.0])
+
+
+def test_transition_location_bootstrap_of_identical_trials_is_degenerate():
+    ks, ds, n = [1, 2, 3, 4], [5, 10], 20
+    col = np.array([0, 0, 1, 1], bool)  # every trial fails for k ≤ 2 and succeeds for k ≥ 3
+    col2 = np.array([0, 1, 1, 1], bool)
+    success = np.repeat(np.stack([col, col2], axis=1)[:, :, None], 6, axis=2)
+    loc = pt.transition_location(ks, ds, n, success, resamples=50)
+    # crossings k* = 2.5 (d = 5) and 1.5 (d = 10): ratios 2.5·5/20 and 1.5·10/20
+    np.testing.assert_allclose(loc["ratio"], [0.625, 0.75])
+    assert loc["mean_low"] == loc["mean_high"] == pytest.approx(0.6875)
+    assert pt.location_verdict(loc) == "disagrees"
+    mixed = success.copy()
+    mixed[1, 0, :3] = True  # half the trials succeed at k = 2 in column d = 5: the interval widens
+    wide = pt.transition_location(ks, ds, n, mixed, resamples=200)
+    assert wide["mean_low"] < wide["mean_high"]
+
+
+def test_columns_without_crossing_are_reported_not_averaged():
+    ks, ds, n = [1, 2, 3, 4], [5, 10], 20
+    never = np.zeros(4, bool)
+    col2 = np.array([0, 1, 1, 1], bool)
+    success = np.repeat(np.stack([never, col2], axis=1)[:, :, None], 4, axis=2)
+    loc = pt.transition_location(ks, ds, n, success, resamples=20)
+    assert loc["located"] == [False, True] and loc["ratio"][0] == np.inf
+    assert loc["mean_ratio"] == pytest.approx(0.75) == loc["mean_low"] == loc["mean_high"]
+    none = pt.transition_location(ks, ds, n, np.zeros((4, 2, 3), bool), resamples=20)
+    assert np.isnan(none["mean_ratio"]) and pt.location_verdict(none) == "undecided"

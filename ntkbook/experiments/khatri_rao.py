@@ -246,10 +246,25 @@ def _route_error(x: np.ndarray, activation: str, output: bool, degree: int) -> f
     return float(np.abs(fn(x, activation) - fn(x, activation, method="quadrature", degree=degree)).max())
 
 
+def measured_covariance(x: np.ndarray, activation: str, output: bool, degree: int) -> np.ndarray:
+    """Σ(X) (``output=False``) or Σ̃(X) (``output=True``) by a route independent of the Hermite series that
+    the lower bounds of Lemma 6.4 and Lemmas H.1/H.2 are built from: the registered closed form where there
+    is one (ReLU, quadratic, ...), else ``degree × degree`` bivariate Gauss–Hermite quadrature of the dual
+    kernel (:func:`ntkbook.covariance.dual_kernel` with ``method="quadrature"``) — never the series itself,
+    for which λ(X) ≥ μ²σ²_min(X∗X) would hold by construction (a sum of PSD terms)."""
+    act = acts.get_activation(activation)
+    closed = act.kernel if output else act.kernel_prime
+    fn = cov.output_feature_covariance if output else cov.neural_network_covariance
+    if closed is not None:
+        return fn(x, activation, method="closed_form")
+    return fn(x, activation, method="quadrature", degree=degree)
+
+
 def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
     """Lemma 6.4 on sphere data of every (n, d) in ``settings.shapes`` and every activation.
 
-    Per case: the PSD margins λ_min(Σ − (μ̃²11ᵀ + μ²G)⊙G) and λ_min(Σ − μ²G⊙G) with the tolerance
+    Σ(X) comes from :func:`measured_covariance` (closed form or 2-D quadrature, not the Hermite series of the
+    bound).  Per case: the PSD margins λ_min(Σ − (μ̃²11ᵀ + μ²G)⊙G) and λ_min(Σ − μ²G⊙G) with the tolerance
     n·(entrywise route error) + 16nε‖Σ‖ they must exceed −tol, λ(X), the bound μ²σ²_min(X∗X), and
     their ratio.
     """
@@ -258,7 +273,7 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
         x = _sphere(jax.random.fold_in(key, i), n, d)
         s2 = max(float(lambda_min(kr.hadamard_gram(x, 2))), 0.0)
         for a in settings.activations:
-            sig = cov.neural_network_covariance(x, a)
+            sig = measured_covariance(x, a, False, settings.degree)
             c = acts.constants(a)
             mats = cov.quadratic_reduction_bound(x, a)
             tol = n * _route_error(x, a, False, settings.degree) + gram_tolerance(sig)
@@ -282,11 +297,10 @@ def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: s
     """
     d = int(settings.d)
     orders = np.asarray(settings.orders)
-    fn = cov.output_feature_covariance if output else cov.neural_network_covariance
     bounds, lams, tols = [], [], []
     for n in progress(settings.ns, desc=f"H.{2 if output else 1} n"):
         x = _sphere(jax.random.fold_in(key, int(n)), int(n), d)
-        sig = fn(x, activation)
+        sig = measured_covariance(x, activation, output, settings.degree)
         tols.append(int(n) * _route_error(x, activation, output, settings.degree) + gram_tolerance(sig))
         lams.append(cov.lambda_min(sig))
         bounds.append(cov.higher_order_bounds(x, activation, orders, output=output)["bound"])

@@ -6,7 +6,8 @@ The model (Eq. 1.1) is f(x; W) = vᵀφ(Wx) with W ∈ ℝ^{k×d} trained and v 
 half of the entries of v equal to +‖y‖/√(kn) and the other half to −‖y‖/√(kn) (one zero when k is
 odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i) − y_i)² (Eq. 2.1, no 1/n).
 
-* :func:`output_weights`, :func:`network`, :func:`tangent_model`, :func:`jacobian`, :func:`jacobian_gram` — the
+* :func:`output_weights` (from :mod:`ntkbook.models.oymak_init`), :func:`network`, :func:`tangent_model`,
+  :func:`jacobian`, :func:`jacobian_gram` — the
   model and its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
 * :func:`jacobian_spectrum_vs_k` — Lemmas 6.6 and 6.7 across widths;
 * :func:`jacobian_lipschitz` — Lemma 6.8 on random pairs;
@@ -42,6 +43,7 @@ from ..eigen import extreme_eigenpairs
 from ..fitting import fit_geometric_rate
 from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
+from ..models.oymak_init import output_weights
 from ..progress import progress
 from ..training import distance_from_start, train_traced
 
@@ -53,20 +55,6 @@ MAX_WIDTH = 2_000_000
 # ---------------------------------------------------------------------------------------------
 # The model of Eq. (1.1) and its Jacobian
 # ---------------------------------------------------------------------------------------------
-
-
-def output_weights(k: int, y_norm: float, n: int, *, dtype=jnp.float32) -> Array:
-    """v of Theorem 2.1: ⌊k/2⌋ entries +‖y‖/√(kn), ⌊k/2⌋ entries −‖y‖/√(kn), and a 0 if k is odd.
-
-    (Footnote 1 of the paper: for odd k, ⌊(k−1)/2⌋ entries of each sign and one zero.)  Then
-    1ᵀv = 0, ‖v‖_∞ = ‖y‖/√(kn) and ‖v‖₂ = ‖y‖/√n·√(2⌊k/2⌋/k).
-    """
-    k = V.positive_int("k", k)
-    n = V.positive_int("n", n)
-    y_norm = V.positive_float("y_norm", y_norm)
-    half = k // 2
-    signs = np.concatenate([np.ones(half), -np.ones(half), np.zeros(k - 2 * half)])
-    return jnp.asarray(signs * y_norm / math.sqrt(k * n), dtype=dtype)
 
 
 def network(w: Array, x: Array, v: Array, activation: str) -> Array:
@@ -283,7 +271,7 @@ def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) 
 
 
 @partial(jax.jit, static_argnames=("activation", "steps"))
-def _gd_scan(w0, x, y, v, eta, activation, steps):
+def gd_path(w0, x, y, v, eta, activation, steps):
     """GD of the one loop (:func:`ntkbook.training.train_traced`) on (1/2n)‖f(W) − y‖² with step n·η, i.e. step η
     on Eq. (2.1)'s ½‖f(W) − y‖²; every step recorded."""
     n = x.shape[0]
@@ -318,7 +306,7 @@ def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "s
         w0 = jax.random.normal(key, (k, d), jnp.float64)
         k0 = np.asarray(jacobian_gram(w0, x, v, activation))
         lam, q = np.linalg.eigh(0.5 * (k0 + k0.T))
-        res, dist, lens, path, _ = _gd_scan(w0, x, y, v, step, activation, steps)
+        res, dist, lens, path, _ = gd_path(w0, x, y, v, step, activation, steps)
         r0 = np.asarray(network(w0, x, v, activation) - y)
         coef = q.T @ r0  # linearized model: r_τ = (I − ηK₀)^τ r₀ in the eigenbasis of K₀
         lin = np.sqrt(((1 - step * lam)[None, :] ** (2 * np.arange(steps)[:, None]) * coef[None, :] ** 2).sum(1))

@@ -46,9 +46,9 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import get_activation
+from ..models.oymak_init import output_weights
 from ..progress import progress
 from ..training import StopRule, train
-from .moderate import output_weights
 
 Array = jax.Array
 
@@ -251,3 +251,165 @@ def region_masks(ks: Sequence[int], ds: Sequence[int], n: int, *, below: float =
     """Boolean (len(ks), len(ds)) masks of the cells with kd ≤ below·n and with kd ≥ above·n."""
     kd = np.outer(np.asarray(ks), np.asarray(ds))
     return kd <= below * n, kd >= above * n
+
+
+def crossing(ks: Sequence[int], probability: Sequence[float], level: float = 0.5) -> float:
+    """The k at which the success probability of one column crosses ``level``.
+
+    The probabilities (one per k, ``ks`` increasing) are first made non-decreasing in k by isotonic
+    regression (:func:`scipy.optimize.isotonic_regression`, pool-adjacent-violators: trial noise can
+    make a raw column non-monotone), then the crossing is interpolated linearly between the last k
+    below ``level`` and the next one.  Returns ``-inf`` when the fit is already ≥ ``level`` at the
+    smallest k and ``+inf`` when it never reaches ``level`` (the crossing lies outside the grid).
+    """
+    from scipy.optimize import isotonic_regression
+
+    ks = np.asarray(ks, dtype=np.float64)
+    p = np.asarray(probability, dtype=np.float64)
+    if ks.ndim != 1 or p.shape != ks.shape or ks.size < 2:
+        raise ValueError(f"ks and probability must be 1-d of equal length ≥ 2, got {ks.shape} and {p.shape}")
+    if np.any(np.diff(ks) <= 0):
+        raise ValueError("ks must be strictly increasing")
+    V.positive_float("level", level)
+    fit = isotonic_regression(p).x
+    above = np.nonzero(fit >= level)[0]
+    if above.size == 0:
+        return math.inf
+    j = int(above[0])
+    if j == 0:
+        return -math.inf
+    return float(ks[j - 1] + (level - fit[j - 1]) / (fit[j] - fit[j - 1]) * (ks[j] - ks[j - 1]))
+
+
+def transition_location(ks: Sequence[int], ds: Sequence[int], n: int, success: Any, *, level: float = 0.5,
+                        resamples: int = 2000, seed: int = 0, confidence: float = 0.95) -> dict[str, Any]:
+    """Where the success probability crosses ``level``, with bootstrap intervals over the trials.
+
+    ``success``: per-trial outcomes, shape (len(ks), len(ds), trials) (the ``success`` of
+    :func:`panel`).  For every column d: k*(d) = :func:`crossing` of the trial-averaged column and the
+    ratio r(d) = k*(d)·d/n (r = 1 on the curve kd = n of Figure 2); pooled: the mean ratio r̄ over the
+    columns whose crossing lies inside the grid (``located``; a column whose success never reaches ``level``
+    only says r(d) > k_max·d/n and is reported, not averaged, since its crossing is unknown).
+    Intervals: percentile bootstrap — ``resamples`` times, the trials of every column are
+    resampled with replacement (the same resampled trials for all k of a column: a trial's data are
+    shared by its k), and k*, r and r̄ recomputed; the ``(1 ± confidence)/2`` quantiles
+    (``method="inverted_cdf"``, so that infinite crossings outside the grid are ordered, not averaged).
+    Returns ``{"k_star", "ratio", "ratio_low", "ratio_high"}`` (lists over ds), ``"mean_ratio"``,
+    ``"mean_low"``, ``"mean_high"`` (nan when no column is located), ``"located"``, and the inputs'
+    ``ds``, ``ks``, ``trials``, ``resamples``, ``confidence``, ``level``.
+    """
+    ks = np.asarray(ks)
+    ds = np.asarray(ds)
+    ok = np.asarray(success, dtype=np.float64)
+    if ok.ndim != 3 or ok.shape[:2] != (ks.size, ds.size):
+        raise ValueError(f"success must have shape (len(ks), len(ds), trials) = ({ks.size}, {ds.size}, ·), "
+                         f"got {ok.shape}")
+    n = V.positive_int("n", n)
+    resamples = V.positive_int("resamples", resamples)
+    if not 0 < confidence < 1:
+        raise ValueError(f"confidence must be in (0, 1), got {confidence!r}")
+    trials = ok.shape[2]
+
+    def ratios(sample: np.ndarray) -> np.ndarray:
+        return np.array([crossing(ks, sample[:, j].mean(axis=1), level) * ds[j] / n for j in range(ds.size)])
+
+    point = ratios(ok)
+    located = np.isfinite(point)
+    rng = np.random.default_rng(seed)
+    boot = np.empty((resamples, ds.size))
+    for b in range(resamples):
+        idx = rng.integers(0, trials, size=(ds.size, trials))
+        boot[b] = ratios(np.stack([ok[:, j, idx[j]] for j in range(ds.size)], axis=1))
+    with np.errstate(invalid="ignore"):
+        mean_boot = boot[:, located].mean(axis=1) if located.any() else np.full(resamples, np.nan)
+    alpha = (1 - confidence) / 2
+    q = lambda a: np.quantile(a, [alpha, 1 - alpha], axis=0, method="inverted_cdf")  # noqa: E731
+    low, high = q(boot)
+    mean_low, mean_high = (q(np.where(np.isnan(mean_boot), np.inf, mean_boot)) if located.any()
+                           else (np.nan, np.nan))
+    return {"ds": ds.tolist(), "k_star": (point * n / ds).tolist(), "ratio": point.tolist(),
+            "ratio_low": low.tolist(), "ratio_high": high.tolist(), "located": located.tolist(),
+            "mean_ratio": float(point[located].mean()) if located.any() else math.nan,
+            "mean_low": float(mean_low), "mean_high": float(mean_high), "resamples": resamples,
+            "confidence": confidence, "level": level, "ks": ks.tolist(), "trials": trials}
+
+
+PAPER_WINDOW = (1.0, 1.5)
+"""The paper's statement as a window for the 50% crossing r̄ = k*d/n: Section 4 says the success region is
+"tightly surrounded by the n = kd curve" and that kd > (1 + ε)n "may suffice"; we read "tightly" as
+1 ≤ r̄ ≤ 1.5 (fixed before measuring; r < 1 is impossible for generic data, fewer parameters than equations)."""
+
+
+def location_verdict(location: Mapping[str, Any], window: tuple[float, float] = PAPER_WINDOW) -> str:
+    """``"agrees"`` when the bootstrap interval of the pooled ratio r̄ (:func:`transition_location`) lies
+    inside ``window``, ``"disagrees"`` when it lies wholly outside, else ``"undecided"``."""
+    low, high = float(location["mean_low"]), float(location["mean_high"])
+    if math.isnan(low) or math.isnan(high):  # no column located
+        return "undecided"
+    if window[0] <= low and high <= window[1]:
+        return "agrees"
+    if high < window[0] or low > window[1]:
+        return "disagrees"
+    return "undecided"
+
+
+BANDS = ((0.0, 0.5), (0.5, 1.0), (1.0, 1.5), (1.5, 2.0), (2.0, 3.0), (3.0, math.inf))
+"""Bands of kd/n for the chapter's table of mean success probability."""
+
+
+def band_table(result: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Rows (activation, n, mean success probability over the cells of each band of kd/n in :data:`BANDS`)
+    of a ``phase-transition`` reproduction result."""
+    kd = np.outer(result["ks"], result["ds"])
+    rows = []
+    for a in result["activations"]:
+        for n in result["n_values"]:
+            prob = np.asarray(result["success"][a][str(n)])
+            row: dict[str, Any] = {"activation": a, "n": n}
+            for lo, hi in BANDS:
+                cells = (kd > lo * n) & (kd <= hi * n)
+                if cells.any():
+                    row[f"kd/n ∈ ({lo:g}, {hi:g}]"] = float(prob[cells].mean())
+            rows.append(row)
+    return rows
+
+
+def locations(result: Mapping[str, Any], *, resamples: int = 2000, seed: int = 0
+              ) -> dict[tuple[str, int], dict[str, Any]]:
+    """:func:`transition_location` of every panel (activation, n) of a ``phase-transition`` result (its
+    per-trial outcomes ``trial_success``)."""
+    return {(a, int(n)): transition_location(result["ks"], result["ds"], int(n),
+                                             np.asarray(result["trial_success"][a][str(n)], bool),
+                                             resamples=resamples, seed=seed)
+            for a in result["activations"] for n in result["n_values"]}
+
+
+def location_table(locs: Mapping[tuple[str, int], Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per (activation, n, d): k*, r = k*d/n and its bootstrap interval; one row per panel with the
+    mean r̄ (d = "mean")."""
+    rows = []
+    for (a, n), loc in locs.items():
+        for j, d in enumerate(loc["ds"]):
+            rows.append({"activation": a, "n": n, "d": str(d), "k*": loc["k_star"][j], "r = k*d/n": loc["ratio"][j],
+                         "95% low": loc["ratio_low"][j], "95% high": loc["ratio_high"][j]})
+        rows.append({"activation": a, "n": n, "d": "mean", "k*": math.nan, "r = k*d/n": loc["mean_ratio"],
+                     "95% low": loc["mean_low"], "95% high": loc["mean_high"]})
+    return rows
+
+
+def location_criterion(loc: Mapping[str, Any], window: tuple[float, float] = PAPER_WINDOW) -> str:
+    """The words of the location claim: r̄ with its interval, the window, and the verdict."""
+    return (f"r̄ = k*d/n = {loc['mean_ratio']:.3g}, 95% bootstrap interval [{loc['mean_low']:.3g}, "
+            f"{loc['mean_high']:.3g}]: inside [{window[0]}, {window[1]}] (agrees with the paper) or wholly outside "
+            f"(erratum), not straddling its edge; measured: {location_verdict(loc, window)}")
+
+
+def erratum_text(loc: Mapping[str, Any], activation: str, n: int) -> str:
+    """The erratum recorded when the measured 50% crossing lies wholly outside :data:`PAPER_WINDOW`."""
+    per_d = ", ".join(f"d = {d}: {r:.3g}" for d, r in zip(loc["ds"], loc["ratio"], strict=True))
+    return (f"Section 4 says the success region of Figure 2 is 'tightly surrounded by the n = kd curve'. "
+            f"Measured with the paper's steps and success criterion ({activation}, n = {n}, "
+            f"k ∈ {min(loc['ks'])}..{max(loc['ks'])}, d ∈ {loc['ds']}, {loc['trials']} trials per cell), "
+            f"success crosses 1/2 at kd/n = {loc['mean_ratio']:.3g} (95% bootstrap "
+            f"interval over trials [{loc['mean_low']:.3g}, {loc['mean_high']:.3g}]; per column {per_d}), "
+            f"wholly outside [{PAPER_WINDOW[0]}, {PAPER_WINDOW[1]}].")
