@@ -1,11 +1,11 @@
 """Chapter 3, second part — the Hessian in a ball around the initialization (Liu, Zhu & Belkin 2020,
-Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Appendices G–H of the supplement).
+Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Apps. F–G of Liu–Zhu–Belkin 2020).
 
 * :func:`ball_sweep` — Theorem 3.2: ‖H(W)‖ at W₀, at random points of spheres ‖W − W₀‖ = R, along a
   gradient-descent path and at the worst point found by projected ascent of the top eigenvalue inside
   the ball, with the tangent kernel K_{(x,x)} at the same points, across widths;
 * :func:`min_width_sweep` — Theorem 3.3: hidden layers of different widths, one layer narrowed at a time;
-* :func:`architecture_sweep` — the CNN of Eq. (73) (width = channels) and the ResNet of Eq. (80);
+* :func:`architecture_sweep` — the CNN of Eq. 90–93 (width = channels) and the ResNet of Eq. 97;
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
   autodiff Hessian misses the Dirac masses of σ'' (:func:`segment_defect`).
 
@@ -25,7 +25,6 @@ import numpy as np
 
 from .. import _validation as V
 from ..eigen import lambda_max
-from ..fitting import power_law_fit
 from ..hessian import at_input, hessian_spectral_norm
 from ..hessian_compressed import single_input
 from ..kernels import empirical_ntk
@@ -101,6 +100,7 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         out["ascent_kernel"].append(asc["kernel"])
         out["products"] += asc["products"]
     k = np.asarray(empirical_ntk(model.apply, params0, xs), np.float64)  # structured (MLP and ResNet)
+    # η = n/λ_max(K): half the stability limit 2n/λ_max(K) of GD on L = (1/2n)Σ(f − y)² (linearized)
     lr = xs.shape[0] / float(lambda_max(k))
     gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings.gd_steps,
                         checkpoints=settings.gd_checkpoints)
@@ -331,11 +331,6 @@ def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def slope(x: Any, y: Any) -> Any:
-    """Least-squares log–log fit (:func:`ntkbook.fitting.power_law_fit`) of y against x."""
-    return power_law_fit(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-
-
 __all__ = [
     "activation_sweep",
     "architecture_sweep",
@@ -346,6 +341,5 @@ __all__ = [
     "min_width_sweep",
     "relu_versus_smooth",
     "segment_defect",
-    "slope",
 ]
 
