@@ -386,6 +386,7 @@ def test_ball_table_on_synthetic_rows():
     assert tab["ball_max[1]"][0] == 1.5  # the GD point at distance 3 is outside the ball of radius 1
     assert tab["gd_max"][0] == 4.0 and tab["gd_loss_ratio"][0] == 0.25
     assert tab["k_max_rel_change"][0] == pytest.approx(0.5)
+    assert tab["gd_k_rel_change"][0] == pytest.approx(0.1)  # GD checkpoints only: |2.2/2 − 1|
     assert tab["k_min"][0] == 1.8
 
 

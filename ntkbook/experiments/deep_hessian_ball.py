@@ -144,11 +144,12 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     Columns: ``width``, ``seed``, ``h0``, ``k0``, ``sphere_max[R]``, ``ascent[R]``, ``gd_max``,
     ``ball_max[R]`` (max over W₀, sphere, ascent and the GD checkpoints within distance R), ``gd_distance``,
     ``gd_loss_ratio`` (final/initial loss), ``k_min`` (the smallest K_{(x,x)} over W₀, the GD checkpoints
-    and the ascent maximizers), ``k_max_rel_change`` (max |K/K₀ − 1| over the same points).
+    and the ascent maximizers), ``k_max_rel_change`` (max |K/K₀ − 1| over the same points),
+    ``gd_k_rel_change`` (max |K/K₀ − 1| over the GD checkpoints only: Remark 3.5's kernel along training).
     """
     radii = rows[0]["radii"]
     cols: dict[str, list] = {"width": [], "seed": [], "h0": [], "k0": [], "gd_max": [], "gd_distance": [],
-                             "gd_loss_ratio": [], "k_min": [], "k_max_rel_change": []}
+                             "gd_loss_ratio": [], "k_min": [], "k_max_rel_change": [], "gd_k_rel_change": []}
     for r in radii:
         for name in ("sphere_max", "ascent", "ball_max", "ascent_distance"):
             cols[f"{name}[{r:g}]"] = []
@@ -162,6 +163,7 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
         cols["gd_loss_ratio"].append(row["gd_loss"][1] / row["gd_loss"][0])
         ks = np.asarray(row["gd_kernel"] + row["ascent_kernel"])
         cols["k_max_rel_change"].append(float(np.max(np.abs(ks / row["k0"] - 1))))
+        cols["gd_k_rel_change"].append(float(np.max(np.abs(np.asarray(row["gd_kernel"]) / row["k0"] - 1))))
         cols["k_min"].append(float(min(row["k0"], *ks)))
         for j, r in enumerate(radii):
             inside = [h for h, dist in zip(row["gd_hessian"], row["gd_distance"], strict=True) if dist <= r]
