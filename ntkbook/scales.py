@@ -764,7 +764,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # ‖H‖ from the compressed operator vs dense (float64, small) and full-parameter Lanczos (large)
         "ci": RangeCheck(
             small_width=8,
-            small_models=("MLP",),
+            small_models=("MLP", "ResNet"),
             norm_width=8,
             large_width=64,
             depth=3,
@@ -795,7 +795,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
     },
     "prop_3_1": {
         # two hidden layers, v fixed (Eq. 16): every factor of Eq. (17) at W0
-        "ci": Prop31(widths=(16, 32, 64), seeds=2, input_dim=4, activation="tanh"),
+        "ci": Prop31(widths=(32, 64, 128, 256), seeds=2, input_dim=4, activation="tanh"),
         "book": Prop31(widths=(32, 64, 128, 256, 512, 1024), seeds=2, input_dim=4, activation="tanh"),
         "paper": Prop31(widths=(32, 64, 128, 256, 512, 1024, 2048, 4096), seeds=5, input_dim=4, activation="tanh"),
     },
@@ -931,7 +931,8 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # tanh / sigmoid / softplus at W0 and after a short ascent in the ball
         "ci": Activations3(
             activations=("tanh", "sigmoid", "softplus"),
-            widths=(32, 128),
+            # softplus (σ(0) = ln 2) is pre-asymptotic below m ≈ 128: slope ≈ −0.25 from 32 to 128
+            widths=(128, 512),
             depth=3,
             seeds=2,
             radius=4.0,

@@ -1,9 +1,9 @@
 """Chapter 3 — the Hessian of wide networks with a linear output layer (Liu, Zhu & Belkin 2020,
-Sections 3.2–3.3, Appendices F–H of the supplement).
+Sections 3.2–3.3, Apps. E–G of Liu–Zhu–Belkin 2020; supp. Apps. F–H).
 
 Everything here is about one scalar function w ↦ f(W; x) at one input x, for the fully connected
 network of Eq. (22) (:class:`~ntkbook.models.dense.MLP`, NTK parameterization) and the residual
-network of Eq. (80) (:class:`~ntkbook.models.resnet.ResNet`).
+network of Eq. 97 (:class:`~ntkbook.models.resnet.ResNet`).
 
 **‖H‖ itself** comes from :func:`ntkbook.hessian_spectral_norm` with ``operator="auto"``: for
 MLPs/ResNets ARPACK on the Hessian compressed to its exact range (N ≈ 2Lm coordinates instead of
@@ -11,8 +11,8 @@ P ≈ (L − 1)m², module :mod:`ntkbook.hessian_compressed`), for CNNs Hessian-
 parameters.  :func:`compression_check` compares the compressed operator with references on all P
 parameters.
 
-**Exact structured norms of a fully connected layer** φ(W, a) = σ(Wa/√n) (Eq. 56–58 of the
-supplement), with z = Wa/√n, s' = σ'(z), s'' = σ''(z); every slice of the second-derivative tensors is
+**Exact structured norms of a fully connected layer** φ(W, a) = σ(Wa/√n) (Eq. 73–75 of
+Liu–Zhu–Belkin 2020), with z = Wa/√n, s' = σ'(z), s'' = σ''(z); every slice of the second-derivative tensors is
 rank one, T_i = s''_i p_i q_iᵀ, and Σ_i |xᵀT_i z| = Σ_i |s''_i||p_iᵀx||q_iᵀz| can be maximized in closed
 form (:func:`layer_factors`):
 
@@ -21,7 +21,7 @@ form (:func:`layer_factors`):
 * ‖∂²φ/∂W²‖₂,₂,₁ = ‖a‖² max_i|s''_i| / n,
 * ‖∂²φ/∂a∂W‖₂,₂,₁ = λ_max(M)^{1/2}, M = ‖a‖²Wᵀdiag(c²)W + Wᵀ(c⊙e)aᵀ + a(c⊙e)ᵀW + ‖e‖²I with
   c = s''/n, e = s'/√n.  The tensor has two parts, (∂²φ/∂a_j∂W_kk')_i = δ_ik(s''_i W_ij a_k'/n +
-  s'_i δ_jk'/√n); the supplement's Eq. (57) keeps only the first (it forgets that ∂φ/∂a = diag(s')W/√n
+  s'_i δ_jk'/√n); Eq. 74 (supp. Eq. 57) keeps only the first (it forgets that ∂φ/∂a = diag(s')W/√n
   depends on W directly), whose norm would be ‖a‖‖diag(s'')W‖/n.
 * ‖∂²φ/∂a²‖₂,₂,₁ = λ_max(Wᵀ diag(|s''|) W) / n.
 
@@ -31,7 +31,7 @@ relative 1e-12 beyond), and checked against
 
 **Bounds on ‖H‖** (:func:`hessian_bounds`): per block H⁽ˡ¹,ˡ²⁾ an upper bound from the chain rule
 (proof of Theorem 3.1, Appendix F), then (i) the spectral norm of the matrix of block bounds, (ii)
-their sum (Lemma F.1), (iii) Theorem 3.1's C₁Q₂,₂,₁Q_∞ + C₂Q_L/√m — each an upper bound on ‖H‖,
+their sum (Lemma E.1), (iii) Theorem 3.1's C₁Q₂,₂,₁Q_∞ + C₂Q_L/√m — each an upper bound on ‖H‖,
 (i) ≤ (ii) ≤ (iii).
 """
 
@@ -47,7 +47,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
-from .. import fitting
 from ..eigen import SymmetricOperator, extreme_eigenpairs
 from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm, second_derivative_tensor
 from ..hessian_compressed import base_pass, check_dense_model, compressed_dimension, layer_inputs, single_input
@@ -231,11 +230,11 @@ def layer_factors(model: MLP | ResNet, params: PyTree, x: Any) -> dict[str, np.n
 
 
 def a_priori_layer_jacobian(model: MLP | ResNet, params0: PyTree, params: PyTree) -> np.ndarray:
-    """Lemma G.2-type bound on ‖∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾‖ at W from the initialization only:
+    """Lemma F.2-type bound on ‖∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾‖ at W from the initialization only:
     L_σ(‖W₀⁽ˡ⁾‖ + ‖W⁽ˡ⁾ − W₀⁽ˡ⁾‖_F)/√n_l (+1 for a ResNet layer), l = 2..L (NaN for l = 1).
 
-    It uses ‖diag(σ')W‖ ≤ L_σ‖W‖ and ‖W‖ ≤ ‖W₀‖ + ‖W − W₀‖_F (supplement, Eq. 89 and G.1), so it holds at
-    every point of the ball ‖W − W₀‖ ≤ R once ‖W − W₀‖_F is replaced by R.
+    It uses ‖diag(σ')W‖ ≤ L_σ‖W‖ and ‖W‖ ≤ ‖W₀‖ + ‖W − W₀‖_F (Eq. 113, Lemma F.2 of Liu–Zhu–Belkin 2020), so it holds
+    at every point of the ball ‖W − W₀‖ ≤ R once ‖W − W₀‖_F is replaced by R.
     """
     _check_no_bias(model)
     out = np.full(model.depth, np.nan)
@@ -250,7 +249,7 @@ def a_priori_layer_jacobian(model: MLP | ResNet, params0: PyTree, params: PyTree
 
 
 # ---------------------------------------------------------------------------------------------
-# From layer factors to bounds on ‖H‖ (Proposition 3.1, Lemma F.1, Theorem 3.1)
+# From layer factors to bounds on ‖H‖ (Proposition 3.1, Lemma E.1, Theorem 3.1)
 # ---------------------------------------------------------------------------------------------
 
 
@@ -328,7 +327,7 @@ def hessian_bounds(factors: Mapping[str, np.ndarray], *, include_v: bool) -> dic
 
     * ``blockwise`` — ‖(β(l₁, l₂))‖₂, the spectral norm of the matrix of block bounds (for a block
       matrix, ‖H‖ ≤ ‖(‖H_ij‖)_ij‖₂);
-    * ``lemma_f1`` — Σ_{l₁,l₂} β(l₁, l₂) (Lemma F.1 of the supplement; for L = 2 with v fixed this is
+    * ``lemma_e1`` — Σ_{l₁,l₂} β(l₁, l₂) (Lemma E.1 of Liu–Zhu–Belkin 2020; for L = 2 with v fixed this is
       exactly the right-hand side of Eq. 17);
     * ``theorem_3_1`` — C₁Q₂,₂,₁Q_∞ + C₂Q_L/√m (the second term only with a trained v); it dominates
       the sum because every term of β is ≤ Q₂,₂,₁Q_∞ times a power of L_φ ≤ L_φ^{2L}, and the v-blocks
@@ -343,7 +342,7 @@ def hessian_bounds(factors: Mapping[str, np.ndarray], *, include_v: bool) -> dic
     ww = beta[:depth, :depth]
     lemma = float(ww.sum() + (beta[:depth, depth].sum() if include_v else 0.0))
     blockwise = extreme_eigenpairs(beta, which="LA", method="dense", vectors=False).value
-    return {"blockwise": float(blockwise), "lemma_f1": lemma, "theorem_3_1": float(thm), **q}
+    return {"blockwise": float(blockwise), "lemma_e1": lemma, "theorem_3_1": float(thm), **q}
 
 
 def eq_17_terms(factors: Mapping[str, np.ndarray]) -> dict[str, float]:
@@ -624,7 +623,7 @@ def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
         row = {"width": m, "seed": s, "jw1": f["jw"][0], "taa2": f["taa"][1], "taw2": f["taw"][1],
                "tww2": f["tww"][1], "tww1": f["tww"][0], "b_inf1": f["b_inf"][0], "b_inf2": f["b_inf"][1],
                "b_two1": f["b_two"][0], "b_two2": f["b_two"][1], "ja2": f["ja"][1], **terms,
-               "blockwise": bnd["blockwise"], "lemma_f1": bnd["lemma_f1"], "hessian": h.value,
+               "blockwise": bnd["blockwise"], "lemma_e1": bnd["lemma_e1"], "hessian": h.value,
                "kernel": kernel_at_input(model, params, x)}
         for key_, val in row.items():
             rows.setdefault(key_, []).append(val)
@@ -636,8 +635,8 @@ def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray
     ``sphere_points`` random points of each sphere ‖W − W₀‖ = R, R ∈ ``radii`` (v trained).
 
     Returns one row per sample: ``depth``, ``width``, ``seed``, ``radius`` (0 at W₀), ``hessian``,
-    ``blockwise``, ``lemma_f1``, ``theorem_3_1``, ``Q_inf``, ``Q_L``, ``Q_221``, ``L_phi``, ``C1``,
-    ``C2``, ``L_phi_a_priori`` (Lemma G.2 bound on max_l ‖J_α⁽ˡ⁾‖), ``ja_max`` and ``kernel``.
+    ``blockwise``, ``lemma_e1``, ``theorem_3_1``, ``Q_inf``, ``Q_L``, ``Q_221``, ``L_phi``, ``C1``,
+    ``C2``, ``L_phi_a_priori`` (Lemma F.2 bound on max_l ‖J_α⁽ˡ⁾‖), ``ja_max`` and ``kernel``.
     """
     d, act = settings.input_dim, settings.activation
     pieces = [(L, m, s) for L in settings.depths for m in settings.widths for s in range(settings.seeds)]
@@ -682,29 +681,6 @@ def worst_per_network(rows: Mapping[str, np.ndarray], keys: Sequence[str],
     return {k: np.asarray(v) for k, v in out.items()}
 
 
-def log_factor_allowance(widths: Sequence[int], power: float = 1.0) -> float:
-    """The most a factor (ln m)^power can change a log–log slope over the range of ``widths``
-    (:func:`ntkbook.fitting.log_factor_allowance`)."""
-    return fitting.log_factor_allowance(widths, power)
-
-
-def rate_interval(fit: Any, expected: float, widths: Sequence[int], *, power: float = 1.0,
-                  sigmas: float = 2.0) -> tuple[float, float]:
-    """The interval a fitted log–log slope must fall in for "the quantity is Θ̃(m^expected)":
-
-    expected ± (:func:`log_factor_allowance` + ``sigmas`` · standard error of the fitted slope).
-
-    The first part is what Õ/Θ̃ allow (a factor (ln m)^±power); the second the sampling error of the
-    fit over seeds and points (≈ 95% for two standard errors).
-
-    Deprecated: this window widens with the fit's standard error, so a noisier measurement passes
-    more easily.  Rate claims use :func:`ntkbook.claims.rate` (window fixed a priori, rivals, the
-    rule of :func:`ntkbook.fitting.decide_rate`); this function goes once the chapters are ported.
-    """
-    tol = log_factor_allowance(widths, power) + sigmas * float(fit.stderr)
-    return expected - tol, expected + tol
-
-
 __all__ = [
     "DENSE_FACTOR_MAX",
     "a_priori_layer_jacobian",
@@ -718,10 +694,8 @@ __all__ = [
     "kernel_at_input",
     "layer_factors",
     "layer_tensors",
-    "log_factor_allowance",
     "project_to_ball",
     "proposition_3_1",
-    "rate_interval",
     "structured_norms_check",
     "theorem_3_1",
     "theorem_3_1_quantities",

@@ -1,11 +1,11 @@
 """Chapter 3, second part — the Hessian in a ball around the initialization (Liu, Zhu & Belkin 2020,
-Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Appendices G–H of the supplement).
+Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Apps. F–G of Liu–Zhu–Belkin 2020).
 
 * :func:`ball_sweep` — Theorem 3.2: ‖H(W)‖ at W₀, at random points of spheres ‖W − W₀‖ = R, along a
   gradient-descent path and at the worst point found by projected ascent of the top eigenvalue inside
   the ball, with the tangent kernel K_{(x,x)} at the same points, across widths;
 * :func:`min_width_sweep` — Theorem 3.3: hidden layers of different widths, one layer narrowed at a time;
-* :func:`architecture_sweep` — the CNN of Eq. (73) (width = channels) and the ResNet of Eq. (80);
+* :func:`architecture_sweep` — the CNN of Eq. 90–93 (width = channels) and the ResNet of Eq. 97;
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
   autodiff Hessian misses the Dirac masses of σ'' (:func:`segment_defect`).
 
@@ -25,7 +25,6 @@ import numpy as np
 
 from .. import _validation as V
 from ..eigen import lambda_max
-from ..fitting import power_law_fit
 from ..hessian import at_input, hessian_spectral_norm
 from ..hessian_compressed import single_input
 from ..kernels import empirical_ntk
@@ -101,6 +100,7 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
         out["ascent_kernel"].append(asc["kernel"])
         out["products"] += asc["products"]
     k = np.asarray(empirical_ntk(model.apply, params0, xs), np.float64)  # structured (MLP and ResNet)
+    # η = n/λ_max(K): half the stability limit 2n/λ_max(K) of GD on L = (1/2n)Σ(f − y)² (linearized)
     lr = xs.shape[0] / float(lambda_max(k))
     gd = gd_checkpoints(model, params0, xs, ys, lr=lr, steps=settings.gd_steps,
                         checkpoints=settings.gd_checkpoints)
@@ -144,11 +144,12 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
     Columns: ``width``, ``seed``, ``h0``, ``k0``, ``sphere_max[R]``, ``ascent[R]``, ``gd_max``,
     ``ball_max[R]`` (max over W₀, sphere, ascent and the GD checkpoints within distance R), ``gd_distance``,
     ``gd_loss_ratio`` (final/initial loss), ``k_min`` (the smallest K_{(x,x)} over W₀, the GD checkpoints
-    and the ascent maximizers), ``k_max_rel_change`` (max |K/K₀ − 1| over the same points).
+    and the ascent maximizers), ``k_max_rel_change`` (max |K/K₀ − 1| over the same points),
+    ``gd_k_rel_change`` (max |K/K₀ − 1| over the GD checkpoints only: Remark 3.5's kernel along training).
     """
     radii = rows[0]["radii"]
     cols: dict[str, list] = {"width": [], "seed": [], "h0": [], "k0": [], "gd_max": [], "gd_distance": [],
-                             "gd_loss_ratio": [], "k_min": [], "k_max_rel_change": []}
+                             "gd_loss_ratio": [], "k_min": [], "k_max_rel_change": [], "gd_k_rel_change": []}
     for r in radii:
         for name in ("sphere_max", "ascent", "ball_max", "ascent_distance"):
             cols[f"{name}[{r:g}]"] = []
@@ -162,6 +163,7 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
         cols["gd_loss_ratio"].append(row["gd_loss"][1] / row["gd_loss"][0])
         ks = np.asarray(row["gd_kernel"] + row["ascent_kernel"])
         cols["k_max_rel_change"].append(float(np.max(np.abs(ks / row["k0"] - 1))))
+        cols["gd_k_rel_change"].append(float(np.max(np.abs(np.asarray(row["gd_kernel"]) / row["k0"] - 1))))
         cols["k_min"].append(float(min(row["k0"], *ks)))
         for j, r in enumerate(radii):
             inside = [h for h, dist in zip(row["gd_hessian"], row["gd_distance"], strict=True) if dist <= r]
@@ -331,11 +333,6 @@ def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def slope(x: Any, y: Any) -> Any:
-    """Least-squares log–log fit (:func:`ntkbook.fitting.power_law_fit`) of y against x."""
-    return power_law_fit(np.asarray(x, dtype=np.float64), np.asarray(y, dtype=np.float64))
-
-
 __all__ = [
     "activation_sweep",
     "architecture_sweep",
@@ -346,6 +343,5 @@ __all__ = [
     "min_width_sweep",
     "relu_versus_smooth",
     "segment_defect",
-    "slope",
 ]
 
