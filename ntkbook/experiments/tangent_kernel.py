@@ -5,7 +5,9 @@
   line and along a gradient-descent path;
 * :func:`norm_model` — f(w; x) = x‖w‖, whose kernel is constant on ℝ^p∖{0} although f is not linear;
 * :func:`kernel_change_in_ball` — Proposition 2.3 measured: |K(w) − K(w₀)| against
-  ε‖w − w₀‖(‖∇f(w₀; x)‖ + ‖∇f(w; z)‖) with ε the largest Hessian norm on the segment [w₀, w].
+  ε‖w − w₀‖(‖∇f(w₀; x)‖ + ‖∇f(w; z)‖) with ε the largest Hessian norm on the segment [w₀, w];
+* :func:`level_set_inequality` — the step to Eq. (53) of App. C, corrected and as printed;
+* :func:`single_point_taylor` — supp. Eq. (40) (one intermediate point) against Eq. (56) (integral form).
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, 
     entries (a, b) ∈ {(x, x), (x, z), (z, z)}:
 
     * measured: |K_{(a,b)}(w) − K_{(a,b)}(w₀)|;
-    * bound (the proof in the paper's appendix): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
+    * bound (the proof of Prop. 2.3, App. D of the paper): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
       ε = max over ``segment_points`` equally spaced points ξ of [w₀, w] of max(‖H_a(ξ)‖, ‖H_b(ξ)‖),
       each Hessian norm computed matrix-free (Lanczos, tolerance ``tol``).
 
