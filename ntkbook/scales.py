@@ -129,6 +129,17 @@ class OneHiddenLayer(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class RandomDirection(ExperimentSettings):
+    """Sizes of ``random_direction``: kernel change of Eq. (8) between w0 and w0 + R·u, u a random unit vector."""
+
+    activations: tuple[str, ...]
+    widths: tuple[int, ...]
+    seeds: int
+    radius: float
+    x: float
+
+
+@dataclass(frozen=True, kw_only=True)
 class RangeCheck(ExperimentSettings):
     """Sizes of ``range_check``: ‖H‖ from the compressed operator vs dense (float64, small) and full-parameter Lanczos
     (large).
@@ -749,6 +760,15 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "ci": Prop21(num_tensors=20, shape=(5, 4, 6)),
         "book": Prop21(num_tensors=200, shape=(8, 6, 10)),
         "paper": Prop21(num_tensors=1000, shape=(12, 10, 14)),
+    },
+    "random_direction": {
+        # exercise ex-2-relu: ReLU and tanh kernel change in a random direction of radius R
+        "ci": RandomDirection(activations=("relu", "tanh"), widths=(64, 256, 1024, 4096), seeds=40, radius=1.0,
+                              x=1.0),
+        "book": RandomDirection(activations=("relu", "tanh"), widths=(256, 512, 1024, 2048, 4096, 8192, 16384),
+                                seeds=200, radius=1.0, x=1.0),
+        "paper": RandomDirection(activations=("relu", "tanh"), widths=(256, 1024, 4096, 16384, 65536, 262144),
+                                 seeds=1000, radius=1.0, x=1.0),
     },
     "one_hidden_layer": {
         "ci": OneHiddenLayer(widths=(10, 30, 100, 300, 1000), inputs=(0.5, 1.0, 2.0), seeds=2, tol=1e-4),

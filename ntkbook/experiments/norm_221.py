@@ -96,3 +96,24 @@ def proposition_2_1(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, 
 
 
 VECTOR_KINDS = ("Gaussian", "uniform", "random signs", "c·s* (maximizing signs)")
+
+
+def bounds_summary(bounds: Mapping[str, np.ndarray]) -> dict[str, list]:
+    """Statistics of :func:`bounds_against_exact`: how often the lower bound is the exact value, and
+    the ratios exact/lower and upper/exact (median and worst)."""
+    found = np.isclose(bounds["lower"], bounds["exact"], rtol=1e-12)
+    low, up = bounds["exact"] / bounds["lower"], bounds["upper"] / bounds["exact"]
+    return {
+        "statistic": ["samples", "lower bound = exact value", "median exact / lower", "worst exact / lower",
+                      "median upper / exact", "worst upper / exact"],
+        "value": [float(found.size), float(found.mean()), float(np.median(low)), float(np.max(low)),
+                  float(np.median(up)), float(np.max(up))],
+    }
+
+
+def proposition_2_1_table(p21: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per kind of vector of :func:`proposition_2_1`: samples and the range of ‖A‖/(‖T‖₂,₂,₁‖v‖∞)."""
+    return [{"vector v": name, "samples": int((p21["kind"] == k).sum()),
+             "min ratio": float(p21["ratio"][p21["kind"] == k].min()),
+             "max ratio": float(p21["ratio"][p21["kind"] == k].max())}
+            for k, name in enumerate(VECTOR_KINDS)]

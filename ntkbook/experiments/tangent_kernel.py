@@ -5,7 +5,9 @@
   line and along a gradient-descent path;
 * :func:`norm_model` — f(w; x) = x‖w‖, whose kernel is constant on ℝ^p∖{0} although f is not linear;
 * :func:`kernel_change_in_ball` — Proposition 2.3 measured: |K(w) − K(w₀)| against
-  ε‖w − w₀‖(‖∇f(w₀; x)‖ + ‖∇f(w; z)‖) with ε the largest Hessian norm on the segment [w₀, w].
+  ε‖w − w₀‖(‖∇f(w₀; x)‖ + ‖∇f(w; z)‖) with ε the largest Hessian norm on the segment [w₀, w];
+* :func:`level_set_inequality` — the step to Eq. (53) of App. C, corrected and as printed;
+* :func:`single_point_taylor` — supp. Eq. (40) (one intermediate point) against Eq. (56) (integral form).
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, 
     entries (a, b) ∈ {(x, x), (x, z), (z, z)}:
 
     * measured: |K_{(a,b)}(w) − K_{(a,b)}(w₀)|;
-    * bound (the proof in the paper's appendix): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
+    * bound (the proof of Prop. 2.3, App. D of the paper): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
       ε = max over ``segment_points`` equally spaced points ξ of [w₀, w] of max(‖H_a(ξ)‖, ‖H_b(ξ)‖),
       each Hessian norm computed matrix-free (Lanczos, tolerance ``tol``).
 
@@ -286,3 +288,81 @@ def ball_summary(ball: dict[str, np.ndarray]) -> list[dict[str, Any]]:
                          "max bound": float(ball["bound"][sel].max()),
                          "worst |ΔK| / bound": float(ratio[sel].max())})
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Two steps of the appendix proofs, measured
+# ---------------------------------------------------------------------------------------------
+
+
+def level_set_inequality(key: Array, *, c: float = 2.0, dim: int = 4, t_max: float = 100.0,
+                         points: int = 41) -> dict[str, np.ndarray]:
+    """The step from Eq. (52) to Eq. (53) of App. C (proof of Prop. 2.2), on f(w) = c·aᵀw, ‖a‖ = 1.
+
+    For w₀ random and v ≠ w₀ on the level set of w₀ (⟨a, v − w₀⟩ = 0), at t ∈ [−t_max, t_max]:
+
+    * ``path_bound``: c|t| ≤ ‖v − w₀ − t∇f(w₀)‖ (the correct form of the path-length inequality,
+      ∇f(w₀) by autodiff);
+    * ``corrected``: c²t² ≤ ‖v − w₀‖² + c²t² − 2t⟨v − w₀, ∇f(w₀)⟩ (its square, expanded);
+    * ``printed``: c⁴t² ≤ ‖v − w₀‖² + t² + 2t⟨v − w₀, ∇f(w₀)⟩ (as printed in the paper).
+
+    Returns ``t`` and, for each form, ``<form>_lhs`` and ``<form>_rhs`` (float64).
+    """
+    c = V.positive_float("c", c)
+    dim = V.positive_int("dim", dim, minimum=2)
+    points = V.positive_int("points", points, minimum=2)
+    with jax.enable_x64(True):
+        k_a, k_w, k_v = jax.random.split(key, 3)
+        a = jax.random.normal(k_a, (dim,), jnp.float64)
+        a = a / jnp.linalg.norm(a)
+        w0 = jax.random.normal(k_w, (dim,), jnp.float64)
+        g = jax.random.normal(k_v, (dim,), jnp.float64)
+        v = w0 + g - jnp.dot(g, a) * a
+
+        def f(w):
+            return c * jnp.dot(a, w)
+
+        grad0 = jax.grad(f)(w0)
+        t = jnp.linspace(-t_max, t_max, points)
+        d = v - w0
+        dd, dg = jnp.dot(d, d), jnp.dot(d, grad0)
+        out = {
+            "t": t,
+            "path_bound_lhs": c * jnp.abs(t),
+            "path_bound_rhs": jnp.linalg.norm(d[None] - t[:, None] * grad0[None], axis=1),
+            "corrected_lhs": c**2 * t**2,
+            "corrected_rhs": dd + c**2 * t**2 - 2 * t * dg,
+            "printed_lhs": c**4 * t**2,
+            "printed_rhs": dd + t**2 + 2 * t * dg,
+        }
+        return {k: np.asarray(v_) for k, v_ in out.items()}
+
+
+def single_point_taylor(*, points: int = 2001) -> dict[str, float]:
+    """supp. Eq. (40) against Eq. (56) on f(w₁, w₂) = (1 + w₂) sin w₁, w₀ = 0, w = 2π e₁ (float64).
+
+    supp. Eq. (40) claims ∇f(w) − ∇f(w₀) = H(ξ)(w − w₀) for one ξ on the segment; here
+    ‖H(ξ)(w − w₀)‖ = 2π for every ξ while ∇f(w) − ∇f(w₀) = 0.  Returns ``gradient_change``
+    (‖∇f(w) − ∇f(w₀)‖, autodiff), ``min_single_point_residual`` (min over ``points`` equally spaced ξ
+    of ‖H(ξ)(w − w₀) − (∇f(w) − ∇f(w₀))‖, dense autodiff Hessians) and ``integral_residual``
+    (‖∫₀¹ H(w₀ + s(w − w₀))(w − w₀) ds − (∇f(w) − ∇f(w₀))‖, 64-point Gauss–Legendre).
+    """
+    points = V.positive_int("points", points, minimum=2)
+    with jax.enable_x64(True):
+        def f(w):
+            return (1.0 + w[1]) * jnp.sin(w[0])
+
+        w0 = jnp.zeros(2, jnp.float64)
+        w = jnp.array([2 * np.pi, 0.0], jnp.float64)
+        grad, hess = jax.grad(f), jax.hessian(f)
+        change = grad(w) - grad(w0)
+        s = jnp.linspace(0.0, 1.0, points)
+        hv = jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s)
+        nodes, weights = np.polynomial.legendre.leggauss(64)
+        s_q, w_q = (nodes + 1) / 2, weights / 2
+        integral = jnp.einsum("q,qi->i", w_q, jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s_q))
+        return {
+            "gradient_change": float(jnp.linalg.norm(change)),
+            "min_single_point_residual": float(jnp.min(jnp.linalg.norm(hv - change[None], axis=1))),
+            "integral_residual": float(jnp.linalg.norm(integral - change)),
+        }
