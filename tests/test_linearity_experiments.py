@@ -377,3 +377,20 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
     assert second["cached_pieces"] == second["pieces"] == first["pieces"]
     for key in set(first) - {"seconds", "cached_pieces", "compute_seconds"}:
         assert second[key] == first[key], key
+
+
+def test_right_panel_and_runs_table_from_fake_pieces():
+    """The right-panel ratio min(softmax, swish)/linear per seed, and one table row per run."""
+    ce = {"delta_k": {"linear": [0.1, 0.2]}, "final_change": {"softmax": [1.0, 0.9]}, "steps": [5, 6],
+          "loss_curve": [[1.0, 0.5], [2.0, 0.1]], "final_loss": [5e-5, 6e-5], "cap_hit": [False, False]}
+    sw = {"final_change": {"swish": [0.5, 1.2]}, "steps": [9, 9], "loss_curve": [[3.0, 1.0], [3.0, 2.0]],
+          "final_loss": [1.0, 2.0], "cap_hit": [True, True]}
+    pieces = [({"training": "swish", "width": 7, "seeds": [1, 0]}, sw),
+              ({"training": "cross_entropy", "width": 7, "seeds": [0, 1]}, ce)]
+    panel = le.right_panel(pieces, 7)
+    np.testing.assert_allclose(panel["ratio"], [min(1.0, 1.2) / 0.1, min(0.9, 0.5) / 0.2])
+    with pytest.raises(ValueError, match="width 8"):
+        le.right_panel(pieces, 8)
+    table = le.runs_table(pieces)
+    assert len(table) == 4 and table["cap hit"].sum() == 2
+    assert table.loc[table["task"] == "swish (Eq. 47)", "initial loss"].tolist() == [3.0, 3.0]
