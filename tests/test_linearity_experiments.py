@@ -180,12 +180,27 @@ def test_init_params_is_deterministic_per_seed():
 # ---------------------------------------------------------------------------------------------
 
 
+def _local_curvature(training, f, y):
+    """β_t of the step rule from the logits, in NumPy: min(1/2, 2 max(1 − p_y)) for the cross-entropy,
+    max(φ'(f)² + |φ(f) − y|·sup|φ''|) for swish(z) = z σ(z/10) (φ' by hand, sup|φ''| = 1/20)."""
+    if training == "cross_entropy":
+        p = np.exp(f - f.max(axis=1, keepdims=True))
+        p /= p.sum(axis=1, keepdims=True)
+        beta = min(0.5, 2 * np.max(1 - np.sum(p * y, axis=1)))
+        return max(beta, 1e-4 * 0.5)
+    s = 1 / (1 + np.exp(-0.1 * f))
+    d = s + 0.1 * f * s * (1 - s)
+    beta = np.max(d**2 + np.abs(f * s - y) * 0.05)
+    return max(beta, 1e-4 * le.PAPER_SWISH.lipschitz**2)
+
+
 @pytest.mark.parametrize("training_name", ["cross_entropy", "swish"])
 def test_train_runs_matches_a_python_loop(training_name):
     """ΔK at every step, the step size of the rule and the loss in the paper's units, against plain
     GD on the paper's loss (Eq. 46 or Eq. 47) with Jacobian-contraction kernels."""
     m, steps = 16, 5
-    settings = scales.get("nonlinear_output", "ci").replace(max_steps=steps, loss_tol=1e-4, lr_factor=1.0,
+    settings = scales.get("nonlinear_output", "ci").replace(max_steps=steps, swish_max_steps=steps, loss_tol=1e-4,
+                                                            lr_factor=1.0,
                                                             per_decade=12, n=60, data_seed=0)
     data = le.paper_data(settings)
     maps = le.output_maps(m)
@@ -200,6 +215,7 @@ def test_train_runs_matches_a_python_loop(training_name):
         p = jax.tree_util.tree_map(lambda a, r=r: a[r], params)
         k_f = kernel["linear"](p)
         lam = np.linalg.eigvalsh(np.asarray(k_f, np.float64))[-1]
+        beta_ref = 0.5 if training_name == "cross_entropy" else le.PAPER_SWISH.lipschitz**2
         if training_name == "cross_entropy":
             lr = 60 / (0.5 * lam)
 
@@ -221,7 +237,9 @@ def test_train_runs_matches_a_python_loop(training_name):
                 sup[n] = max(sup[n], change)
                 assert out["curves"][n][r][t] == pytest.approx(change, rel=2e-3, abs=1e-5)
             if t < steps:
-                p = jax.tree_util.tree_map(lambda a, g, lr=lr: a - lr * g, p, grad(p))
+                step = lr * beta_ref / _local_curvature(training_name, np.asarray(maps["linear"].apply(p, x)),
+                                                        np.asarray(y))
+                p = jax.tree_util.tree_map(lambda a, g, step=step: a - step * g, p, grad(p))
         for n in names:
             assert out["delta_k"][n][r] == pytest.approx(sup[n], rel=2e-3, abs=1e-5)
         assert out["final_loss"][r] == pytest.approx(float(paper_loss(p)), rel=1e-3)
@@ -252,7 +270,7 @@ def test_assemble_nonlinear_output_layout():
     assert body["widths"] == [10, 20]
     assert body["delta_k"]["swish"] == [[0.0, 1.0, 22.0], [0.0, 1.0, 22.0]]
     assert body["steps"]["softmax"] == [[4, 4, 4], [4, 4, 4]]
-    assert body["trajectory"]["width"] == 20 and body["trajectory"]["epochs"] == [0, 1, 2, 4]
+    assert body["trajectory"]["width"] == 20 and body["trajectory"]["epochs"]["linear"] == [0, 1, 2, 4]
     assert body["trajectory"]["linear"] == [[0, 1, 2]] * 4
     assert body["settings"]["learning_rates"]["cross_entropy"][0] == pytest.approx([0.1, 1.1, 2.1])
     with pytest.raises(ValueError, match="trajectory_width"):
@@ -316,7 +334,11 @@ COMMON_KEYS = {"name", "scale", "settings", "seconds", "backend", "devices"}
 
 
 @pytest.mark.parametrize("name", ["nonlinear-output", "bottleneck"])
-def test_reproduction_at_ci_scale_and_resume(name, tmp_path):
+def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
+    # the ci table's settings with short step caps (the runs stop at the cap, hence the warning)
+    original = scales.get
+    short = {"max_steps": 40, "swish_max_steps": 30} if name == "nonlinear-output" else {"max_steps": 40}
+    monkeypatch.setattr(scales, "get", lambda experiment, scale: original(experiment, scale).replace(**short))
     with pytest.warns(UserWarning, match="step cap"):
         first = reproduce.run(name, "ci", tmp_path)
     on_disk = json.loads((tmp_path / f"{name}.json").read_text())
@@ -334,8 +356,8 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path):
                 assert len(per) == len(settings.widths) and all(len(v) == runs for v in per)
         traj = first["trajectory"]
         assert set(traj) == {"width", "epochs", "linear", "softmax", "swish"}
-        assert traj["width"] == settings.trajectory_width and traj["epochs"][0] == 0
-        assert all(len(traj[k]) == len(traj["epochs"]) and len(traj[k][0]) == runs for k in le.FIGURE1_KINDS)
+        assert traj["width"] == settings.trajectory_width and traj["epochs"]["linear"][0] == 0
+        assert all(len(traj[k]) == len(traj["epochs"][k]) and len(traj[k][0]) == runs for k in le.FIGURE1_KINDS)
         lrs = first["settings"]["learning_rates"]
         assert set(lrs) == {"cross_entropy", "swish"} and len(lrs["swish"]) == len(settings.widths)
         # f and softmax(f) share their training path: same steps and losses
@@ -355,3 +377,20 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path):
     assert second["cached_pieces"] == second["pieces"] == first["pieces"]
     for key in set(first) - {"seconds", "cached_pieces", "compute_seconds"}:
         assert second[key] == first[key], key
+
+
+def test_right_panel_and_runs_table_from_fake_pieces():
+    """The right-panel ratio min(softmax, swish)/linear per seed, and one table row per run."""
+    ce = {"delta_k": {"linear": [0.1, 0.2]}, "final_change": {"softmax": [1.0, 0.9]}, "steps": [5, 6],
+          "loss_curve": [[1.0, 0.5], [2.0, 0.1]], "final_loss": [5e-5, 6e-5], "cap_hit": [False, False]}
+    sw = {"final_change": {"swish": [0.5, 1.2]}, "steps": [9, 9], "loss_curve": [[3.0, 1.0], [3.0, 2.0]],
+          "final_loss": [1.0, 2.0], "cap_hit": [True, True]}
+    pieces = [({"training": "swish", "width": 7, "seeds": [1, 0]}, sw),
+              ({"training": "cross_entropy", "width": 7, "seeds": [0, 1]}, ce)]
+    panel = le.right_panel(pieces, 7)
+    np.testing.assert_allclose(panel["ratio"], [min(1.0, 1.2) / 0.1, min(0.9, 0.5) / 0.2])
+    with pytest.raises(ValueError, match="width 8"):
+        le.right_panel(pieces, 8)
+    table = le.runs_table(pieces)
+    assert len(table) == 4 and table["cap hit"].sum() == 2
+    assert table.loc[table["task"] == "swish (Eq. 47)", "initial loss"].tolist() == [3.0, 3.0]

@@ -44,10 +44,17 @@ of diag(p) − ppᵀ is at most 1/2) and β_ℓ = L_φ² = sup|swish'|² ≈ 1.2
 (1/2N)Σ‖swish(f) − y‖² of :mod:`ntkbook.training`.  That loss is half the paper's Eq. (47), so its
 stopping tolerance is half the paper's and its losses are reported doubled (paper units); the
 step sizes recorded are those for the paper's losses (η/2 for Eq. 47).
+
+Along the run the step follows the curvature at the current logits (:class:`LocalCurvatureStep`, an
+optax rule: η·β_ℓ/β_t with β_t ≤ β_ℓ a bound at w_t), so that the cross-entropy runs reach the paper's
+stopping rule (loss < 10⁻⁴, App. B) in about 10⁴ steps instead of ≈ 3·10⁵; the swish runs have their
+own cap (:func:`step_cap`).  Float32 throughout: a loss of 10⁻⁴ and kernel changes of 10⁻² are far
+above its resolution (the kernels' λ_max is taken in float64 by :mod:`ntkbook.eigen`).
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -57,6 +64,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import optax
 
 from .. import _validation as V
 from ..activations import swish
@@ -248,7 +256,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops), ``loss_curve`` (R, S).
     """
     V.choice("training", training, TRAININGS)
-    max_steps = V.positive_int("max_steps", settings.max_steps)
+    max_steps = step_cap(settings, training)
     loss_tol = V.positive_float("loss_tol", settings.loss_tol)
     n = data.x.shape[0]
     kernels0 = logit_kernels(model, params, data.x)
@@ -270,6 +278,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
     result = train(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"], runs=True, loss=loss,
+                   optimizer=local_curvature_step(model, data, training),
                    stop=StopRule(max_steps, loss_below=tol), record_steps=record_steps,
                    track={name: kernel_change(fn) for name, fn in track.items()})
     steps_rec = result.record_steps
@@ -297,6 +306,91 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         "curves": {k: v.tolist() for k, v in curves.items()},
         "loss_curve": np.where(after, final_loss[:, None], unit * np.asarray(out["loss"], np.float64)).tolist(),
     }
+
+
+class LocalCurvatureStep:
+    """Gradient descent whose step follows the loss curvature at the current logits (an optax rule).
+
+    The rule η = c·N/(β_ℓ λ_max(K_f)) uses the curvature bound β_ℓ of the loss in the logits over
+    all logits.  At the current logits f_t a smaller bound holds, and gradient descent stays as stable
+    (and as close to gradient flow) with the step c·N/(β_t λ_max(K_f)) = η·β_ℓ/β_t:
+
+    * cross-entropy: ∇²_f ℓᵢ = diag(pᵢ) − pᵢpᵢᵀ has largest eigenvalue ≤ its trace
+      Σ_c p_c(1 − p_c) ≤ 2(1 − p_{i,yᵢ}), so β_t = min(1/2, 2 maxᵢ (1 − p_{i,yᵢ}));
+    * square loss on swish: ∇²_f ½(φ(f) − y)² = φ'(f)² + (φ(f) − y)φ''(f) ≤ φ'(f)² + |φ(f) − y|·sup|φ''|,
+      so β_t = max_{i,c} of that (at most L_φ² + |r|/20).
+
+    The curvature of the cross-entropy falls with the loss, so with the fixed η the loss decays like
+    1/t (the paper's L < 10⁻⁴ would need ≈ 3·10⁵ steps at m = 300); with β_t it decays
+    geometrically.  The path is that of gradient flow at a different speed (the step-size check of
+    the chapter halves c and compares).  β_t is floored at ``floor``·β_ℓ (steps at most 1/floor
+    times η) so that a run never takes an unbounded step.
+
+    Args:
+        logits: (params) ↦ the logits f (N, k) on the training inputs (a hashable callable).
+        y: one-hot targets (N, k).
+        training: ``"cross_entropy"`` or ``"swish"``.
+        floor: the smallest β_t/β_ℓ.
+    """
+
+    def __init__(self, logits: Any, y: Any, training: str, floor: float = 1e-4):
+        V.choice("training", training, TRAININGS)
+        self.logits, self.y, self.training = logits, jnp.asarray(y), training
+        self.floor = V.positive_float("floor", floor)
+        self.reference = loss_curvature(training)
+
+    def curvature(self, params: PyTree) -> Array:
+        """β_t at ``params`` (a scalar)."""
+        f = self.logits(params)
+        if self.training == "cross_entropy":
+            p = jax.nn.softmax(f, axis=-1)
+            wrong = 1.0 - jnp.sum(p * self.y, axis=-1)
+            beta = jnp.minimum(0.5, 2.0 * jnp.max(wrong))
+        else:
+            r = jnp.abs(PAPER_SWISH(f) - self.y)
+            beta = jnp.max(PAPER_SWISH.derivative(f) ** 2 + r * PAPER_SWISH.smoothness)
+        return jnp.maximum(beta, self.floor * self.reference)
+
+    def __call__(self, lr: Any) -> optax.GradientTransformation:
+        def init(params):
+            return optax.EmptyState()
+
+        def update(grads, state, params=None):
+            scale = -lr * self.reference / self.curvature(params)
+            return jax.tree_util.tree_map(lambda g: scale.astype(g.dtype) * g, grads), state
+
+        return optax.GradientTransformation(init, update)
+
+
+_STEP_RULES: dict[tuple[Any, str, int], tuple[LabelledData, LocalCurvatureStep]] = {}
+
+
+def local_curvature_step(model: MLP, data: LabelledData, training: str) -> LocalCurvatureStep:
+    """The :class:`LocalCurvatureStep` of ``model``'s logits on ``data`` (one object per (model, data
+    set, task), so that the compiled training loop is reused)."""
+    key = (model, training, id(data))
+    if key not in _STEP_RULES:  # the data set is kept with the rule, so its id stays unique
+        _STEP_RULES[key] = (data, LocalCurvatureStep(functools.partial(_apply_on, model, data.x), data.y,
+                                                     training))
+    return _STEP_RULES[key][1]
+
+
+def _apply_on(model: MLP, x: Array, params: PyTree) -> Array:
+    return model.apply(params, x)
+
+
+def step_cap(settings: Mapping[str, Any], training: str) -> int:
+    """The step cap of a task: ``max_steps``, or ``swish_max_steps`` for Figure 1's swish task.
+
+    The square loss on swish converges like exp(−λ_min t): the points of class 0 (x ≈ 0) have kernel
+    entries ~100 times smaller than those of classes ±10, so it needs far more steps than the
+    cross-entropy with the step of :class:`LocalCurvatureStep`; its own cap keeps its cost bounded,
+    and its runs are reported with the loss they reach (ΔK over a prefix of the path is a lower bound
+    of the paper's supremum)."""
+    V.choice("training", training, TRAININGS)
+    cap = settings.swish_max_steps if training == "swish" and hasattr(settings, "swish_max_steps") \
+        else settings.max_steps
+    return V.positive_int("max_steps", cap)
 
 
 def measurement_steps(max_steps: int, per_decade: int = 12) -> np.ndarray:
@@ -426,14 +520,13 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
     lrs = {t: _per_width(pieces, results, widths, t, "lr") for t in TRAININGS}
     m_traj = int(settings.trajectory_width)
     trajectory: dict[str, Any] = {"width": m_traj}
-    epochs = None
-    last = max(max(_per_width(pieces, results, [m_traj], t, "steps")[0]) for t in TRAININGS)
-    for k in FIGURE1_KINDS:
+    epochs: dict[str, list[int]] = {}
+    for k in FIGURE1_KINDS:  # each task has its own step cap, hence its own measurement steps
         sel = sorted(((p, r) for p, r in zip(pieces, results, strict=True)
                       if p["width"] == m_traj and p["training"] == task[k]), key=lambda pr: pr[0]["seeds"][0])
         rec = np.asarray(sel[0][1]["record_steps"])
-        keep = rec <= last
-        epochs = rec[keep].tolist()
+        keep = rec <= max(max(r["steps"]) for _, r in sel)
+        epochs[k] = rec[keep].tolist()
         curves = np.concatenate([np.asarray(r["curves"][k]) for _, r in sel], axis=0)  # (R, S)
         trajectory[k] = curves[:, keep].T.tolist()  # [[per run] per epoch]
     trajectory["epochs"] = epochs
@@ -543,6 +636,51 @@ def split_table(pieces: Sequence[tuple[dict, dict]]) -> dict[str, Any]:
     return out
 
 
+def right_panel(pieces: Sequence[tuple[dict, dict]], width: int) -> dict[str, np.ndarray]:
+    """The message of Figure 1's right panel at ``width``, per seed (runs in seed order).
+
+    Returns ``{"seeds", "linear": sup_t ΔK_f(t), "softmax": ΔK_softmax(t_stop), "swish":
+    ΔK_swish(t_stop), "ratio": min(softmax, swish) / linear}`` ((R,) arrays): the non-linear kernels
+    at the end of training against the largest change of the linear one over the whole run.
+    """
+    width = V.positive_int("width", width)
+    per: dict[str, dict[int, float]] = {"linear": {}, "softmax": {}, "swish": {}}
+    for p, r in pieces:
+        if p.get("width") != width or "training" not in p:
+            continue
+        for i, seed in enumerate(p["seeds"]):
+            if p["training"] == "cross_entropy":
+                per["linear"][seed] = float(r["delta_k"]["linear"][i])
+                per["softmax"][seed] = float(r["final_change"]["softmax"][i])
+            else:
+                per["swish"][seed] = float(r["final_change"]["swish"][i])
+    seeds = sorted(set(per["linear"]) & set(per["swish"]))
+    if not seeds:
+        raise ValueError(f"no run of both tasks at width {width} in pieces")
+    out = {k: np.asarray([v[s] for s in seeds]) for k, v in per.items()}
+    out["ratio"] = np.minimum(out["softmax"], out["swish"]) / out["linear"]
+    out["seeds"] = np.asarray(seeds)
+    return out
+
+
+def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dict, dict]] = ()) -> Any:
+    """One row per run of Figures 1 and 2: figure, task, size, seed, steps, initial and final loss
+    (paper units), and whether the step cap stopped it (a pandas DataFrame)."""
+    import pandas as pd
+
+    task = {"cross_entropy": "cross-entropy (Eq. 46)", "swish": "swish (Eq. 47)"}
+    rows = []
+    for fig, pieces in (("Figure 1", figure1), ("Figure 2", figure2)):
+        for p, r in pieces:
+            size = f"m = {p['width']}" if fig == "Figure 1" else f"m_b = {p['bottleneck_width']}"
+            name = task[p["training"]] if fig == "Figure 1" else "cross-entropy (Eq. 49)"
+            for i, seed in enumerate(p["seeds"]):
+                rows.append({"figure": fig, "task": name, "size": size, "seed": int(seed),
+                             "steps": int(r["steps"][i]), "initial loss": float(r["loss_curve"][i][0]),
+                             "final loss": float(r["final_loss"][i]), "cap hit": bool(r["cap_hit"][i])})
+    return pd.DataFrame(rows)
+
+
 def mean_delta_k(per_size: Sequence[Sequence[float]]) -> np.ndarray:
     """The paper's statistic: ΔK averaged over the runs, one value per width."""
     return np.asarray([float(np.mean(v)) for v in per_size])
@@ -613,7 +751,6 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
     runs = int(settings.runs) if runs is None else V.positive_int("runs", runs)
     seeds = list(range(runs))
     half_settings = settings.replace(lr_factor=settings.lr_factor / 2)
-    horizon = int(settings.max_steps) // 2
     if figure == "nonlinear-output":
         kinds = FIGURE1_KINDS
 
@@ -637,6 +774,7 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
                 base = run(settings, size, training)
             half = run(half_settings, size, training)
             rec = np.asarray(base["record_steps"])
+            horizon = step_cap(settings, training) // 2
             for kind in KERNELS[training]:
                 if kind not in kinds:
                     continue
@@ -683,11 +821,14 @@ def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
     width = V.positive_int("width", width)
     seeds = list(range(V.positive_int("runs", runs)))
     if max_steps is not None:
-        settings = settings.replace(max_steps=V.positive_int("max_steps", max_steps))
+        max_steps = V.positive_int("max_steps", max_steps)
+        settings = settings.replace(max_steps=min(max_steps, settings.max_steps),
+                                    swish_max_steps=min(max_steps, settings.swish_max_steps))
     out: dict[str, Any] = {"kinds": list(FIGURE1_KINDS), "every_step": {}, "schedule": {}, "relative_gap": {}}
     for training in TRAININGS:
         piece = {"training": training, "width": width, "seeds": seeds}
-        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(int(settings.max_steps) + 1))
+        dense = nonlinear_output_piece(piece, settings,
+                                       record_steps=np.arange(step_cap(settings, training) + 1))
         sparse = nonlinear_output_piece(piece, settings)
         for kind in KERNELS[training]:
             e = np.asarray(dense["delta_k"][kind])
@@ -746,8 +887,8 @@ def plot_figure1(result: Mapping[str, Any], axes: Any = None):
     ax_m.set_ylabel("ΔK (mean over runs)")
     ax_m.legend()
     traj = result["trajectory"]
-    epochs = np.asarray(traj["epochs"], dtype=np.float64)
     for k, color in zip(FIGURE1_KINDS, plotting.PALETTE, strict=False):
+        epochs = np.asarray(traj["epochs"][k], dtype=np.float64)
         curve = np.asarray(traj[k], dtype=np.float64).mean(axis=1)
         ax_t.plot(epochs[1:], curve[1:], "-", color=color, label=KIND_LABELS[k])
     ax_t.set_xscale("log")
@@ -793,6 +934,7 @@ __all__ = [
     "KERNELS",
     "PAPER_SWISH",
     "TRAININGS",
+    "LocalCurvatureStep",
     "assemble_bottleneck",
     "assemble_nonlinear_output",
     "bottleneck_network",
@@ -802,6 +944,7 @@ __all__ = [
     "figure2_table",
     "fit_mean",
     "init_params",
+    "local_curvature_step",
     "logit_kernels",
     "loss_curvature",
     "mean_delta_k",
@@ -815,9 +958,12 @@ __all__ = [
     "paper_data",
     "plot_figure1",
     "plot_figure2",
+    "right_panel",
     "run_figure",
+    "runs_table",
     "sampling_check",
     "split_table",
+    "step_cap",
     "step_size_check",
     "step_sizes",
     "train_runs",

@@ -7,8 +7,8 @@ steps.  Pieces are (task, width, block of seeds); see
 :mod:`ntkbook.experiments.linearity_experiments`.
 
 JSON keys (besides the runner's): ``widths``; ``delta_k``, ``steps``, ``final_loss`` — each
-{"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs",
-"linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; the step sizes of every
+{"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs"
+({kind: steps}), "linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; the step sizes of every
 run are in ``settings.learning_rates`` ({"cross_entropy", "swish"}: [[per run] per width]).
 """
 
