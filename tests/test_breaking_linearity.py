@@ -197,3 +197,16 @@ def test_theorem_5_1_sweep_small():
     assert np.all(s["bound_violation"] <= 1 + 1e-5)  # Eq. (34)
     assert np.all(s["min_lambda_tilde"] >= s["rho_path"] ** 2 * s["mu"] * (1 - 1e-4))
     assert np.all(s["fitted_rate"] <= s["bound_rate"])
+
+
+def test_lemma_h1_tail_against_closed_form():
+    # the worked example of GAPS/Lemma H.1: R = 1/2, δ = 0.1 → 2Φ̄(log(40)/4) = 0.3564
+    r = bl.lemma_h1_tail(jax.random.key(0), radius=0.5, delta=0.1, draws=20_000)
+    assert r["printed_exact"] == pytest.approx(2 * norm.sf(math.log(40.0) / 4), rel=1e-12)
+    assert r["printed_exact"] == pytest.approx(0.3564, abs=1e-3)
+    assert r["corrected_exact"] <= 0.05
+    se = math.sqrt(0.25 / 20_000)
+    assert abs(r["printed"] - r["printed_exact"]) <= 5 * se
+    assert abs(r["corrected"] - r["corrected_exact"]) <= 5 * se
+    with pytest.raises(ValueError, match="delta"):
+        bl.lemma_h1_tail(jax.random.key(0), radius=0.5, delta=1.5, draws=10)

@@ -11,7 +11,6 @@ from conftest import numpy_mlp, reference_jacobian
 from ntkbook import scales
 from ntkbook.data.circle import circle_data
 from ntkbook.experiments import lazy_training as lt
-from ntkbook.fitting import power_law_fit
 from ntkbook.hessian import dense_spectral_norm
 from ntkbook.kernels import empirical_ntk
 from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
@@ -232,22 +231,26 @@ def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
             assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-5)
 
 
-def test_log_factor_shift_and_slope_window():
-    widths = np.array([100, 10_000])
-    expected = 0.5 * math.log(math.log(1e4) / math.log(1e2)) / math.log(100)
-    assert lt.log_factor_shift(widths) == pytest.approx(expected)
-    # a pure (log m)^{1/2} power law has exactly this fitted slope
-    fit = power_law_fit(widths, np.sqrt(np.log(widths)))
-    assert fit.slope == pytest.approx(expected)
-    with pytest.raises(ValueError, match="two distinct"):
-        lt.log_factor_shift([64, 64])
-    low, high = lt.slope_window(fit, -0.5, below=0.1, above=0.2)
-    assert (low, high) == pytest.approx((-0.6 - 3 * fit.stderr, -0.3 + 3 * fit.stderr))
-
-
 def test_summarize_geometric_means():
     sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
     out = lt.summarize(sweep, "width", ("a",))
     np.testing.assert_allclose(out["a"], [2.0, 4.0])
     out = lt.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
     np.testing.assert_allclose(out["a"], [2.0, 2.0])
+
+
+def test_fold_key_and_stack_rows():
+    from ntkbook.columns import stack_rows
+
+    k = jax.random.key(0)
+    expected = jax.random.fold_in(jax.random.fold_in(k, 3), 5)
+    np.testing.assert_array_equal(jax.random.key_data(fold_key(k, 3, 5)), jax.random.key_data(expected))
+    with pytest.raises(TypeError, match="integers"):
+        fold_key(k, 1.5)
+    out = stack_rows([{"a": np.array([1, 2]), "b": 0.5}, {"a": np.array([3]), "b": 1.5}])
+    np.testing.assert_array_equal(out["a"], [1, 2, 3])
+    np.testing.assert_array_equal(out["b"], [0.5, 1.5])
+    with pytest.raises(ValueError, match="keys"):
+        stack_rows([{"a": 1}, {"b": 2}])
+    with pytest.raises(ValueError, match="at least one"):
+        stack_rows([])

@@ -35,7 +35,6 @@ from ..activations import Activation
 from ..columns import stack_rows
 from ..data.circle import circle_data
 from ..eigen import EigenResult, extreme_eigenpairs, lambda_max, refine_unconverged, spectral_norm
-from ..fitting import PowerLawFit, log_factor_allowance
 from ..hessian import dense_hessian, hessian_spectral_norm
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
@@ -461,36 +460,8 @@ def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos
 
 
 # ---------------------------------------------------------------------------------------------
-# Slope tolerances
+# Tables
 # ---------------------------------------------------------------------------------------------
-
-
-def log_factor_shift(widths: Any, power: float = 0.5) -> float:
-    """How much a factor (log m)^power moves a fitted log–log slope over ``widths``
-    (:func:`ntkbook.fitting.log_factor_allowance`; here the power defaults to 1/2, the factor of the
-    maximum of m Gaussian weights, ‖v‖_∞ ≈ √(2 log m))."""
-    return log_factor_allowance(widths, power)
-
-
-def slope_window(fit: PowerLawFit, predicted: float, *, below: float = 0.0, above: float = 0.0,
-                 sigmas: float = 3.0) -> tuple[float, float]:
-    """The interval a fitted slope must fall in: [predicted − below − k·SE, predicted + above + k·SE].
-
-    Deprecated: this window widens with the fit's standard error, so a noisier measurement passes
-    more easily.  Rate claims use :func:`ntkbook.claims.rate` (window fixed a priori, rivals, the
-    rule of :func:`ntkbook.fitting.decide_rate`); this function goes once the chapters are ported.
-
-    ``below``/``above`` are systematic allowances justified by the theory (e.g. :func:`log_factor_shift`
-    for an Õ rate, finite-width corrections), k·SE (k = ``sigmas``) the statistical one, from the
-    standard error of the least-squares slope over all (width, seed) points.
-    """
-    return predicted - below - sigmas * fit.stderr, predicted + above + sigmas * fit.stderr
-
-
-def slope_row(name: str, fit: PowerLawFit, predicted: float, low: float, high: float) -> dict[str, Any]:
-    """One row of a slope table: measured slope with its 95% interval against the allowed window."""
-    return {"quantity": name, "slope": fit.slope, "95% CI": f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]",
-            "predicted": predicted, "allowed": f"[{low:.3f}, {high:.3f}]"}
 
 
 def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
