@@ -14,6 +14,7 @@ from ntkbook.experiments import optimization_without_linearity as ow
 from ntkbook.fitting import PowerLawFit
 from ntkbook.hessian import dense_spectral_norm
 from ntkbook.models.dense import mlp
+from ntkbook.models.output_maps import PHI, PHI_FLOOR, phi_derivatives
 
 # ---------------------------------------------------------------------------------------------
 # Non-linear output
@@ -22,13 +23,13 @@ from ntkbook.models.dense import mlp
 
 def test_phi_closed_forms(x64):
     z = jnp.linspace(-30, 30, 601, dtype=jnp.float64)
-    np.testing.assert_allclose(bl.PHI(z), z + 0.5 * np.log(np.cosh(np.asarray(z))), rtol=1e-12, atol=1e-12)
-    d1, d2 = bl.phi_derivatives(bl.PHI, z)
+    np.testing.assert_allclose(PHI(z), z + 0.5 * np.log(np.cosh(np.asarray(z))), rtol=1e-12, atol=1e-12)
+    d1, d2 = phi_derivatives(PHI, z)
     np.testing.assert_allclose(d1, 1 + 0.5 * np.tanh(np.asarray(z)), rtol=1e-12)
     # (far in the tails autodiff computes 1 − tanh² by cancellation: absolute accuracy only)
     np.testing.assert_allclose(d2, 0.5 / np.cosh(np.asarray(z)) ** 2, rtol=1e-10, atol=1e-15)
-    assert float(d1.min()) >= bl.PHI_FLOOR and float(d1.max()) <= bl.PHI.lipschitz
-    assert float(d2.max()) <= bl.PHI.smoothness
+    assert float(d1.min()) >= PHI_FLOOR and float(d1.max()) <= PHI.lipschitz
+    assert float(d2.max()) <= PHI.smoothness
 
 
 def test_one_layer_hessian_norm_against_dense(x64):
@@ -190,9 +191,22 @@ def test_theorem_5_1_sweep_small():
     sw = ow.theorem_5_1_sweep(cfg, jax.random.key(13))
     assert sw["loss"].shape == (2, 2, 601) and sw["lr"].shape == (2, 2)
     np.testing.assert_allclose(sw["change_tilde"][:, :, 0], 0.0, atol=1e-6)
-    assert np.all(sw["rho"] >= bl.PHI_FLOOR)
-    s = ow.theorem_5_1_summary(sw, rho=bl.PHI_FLOOR)
+    assert np.all(sw["rho"] >= PHI_FLOOR)
+    s = ow.theorem_5_1_summary(sw, rho=PHI_FLOOR)
     assert s["width"].tolist() == [16, 16, 64, 64]
     assert np.all(s["bound_violation"] <= 1 + 1e-5)  # Eq. (34)
     assert np.all(s["min_lambda_tilde"] >= s["rho_path"] ** 2 * s["mu"] * (1 - 1e-4))
     assert np.all(s["fitted_rate"] <= s["bound_rate"])
+
+
+def test_lemma_h1_tail_against_closed_form():
+    # the worked example of GAPS/Lemma H.1: R = 1/2, δ = 0.1 → 2Φ̄(log(40)/4) = 0.3564
+    r = bl.lemma_h1_tail(jax.random.key(0), radius=0.5, delta=0.1, draws=20_000)
+    assert r["printed_exact"] == pytest.approx(2 * norm.sf(math.log(40.0) / 4), rel=1e-12)
+    assert r["printed_exact"] == pytest.approx(0.3564, abs=1e-3)
+    assert r["corrected_exact"] <= 0.05
+    se = math.sqrt(0.25 / 20_000)
+    assert abs(r["printed"] - r["printed_exact"]) <= 5 * se
+    assert abs(r["corrected"] - r["corrected_exact"]) <= 5 * se
+    with pytest.raises(ValueError, match="delta"):
+        bl.lemma_h1_tail(jax.random.key(0), radius=0.5, delta=1.5, draws=10)

@@ -9,11 +9,12 @@ import pytest
 
 from conftest import numpy_mlp, reference_jacobian
 from ntkbook import scales
+from ntkbook.data.circle import circle_data
 from ntkbook.experiments import lazy_training as lt
-from ntkbook.fitting import power_law_fit
 from ntkbook.hessian import dense_spectral_norm
 from ntkbook.kernels import empirical_ntk
 from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
+from ntkbook.random import fold_key
 
 # ---------------------------------------------------------------------------------------------
 # dense.py: parameterization="lecun"
@@ -119,21 +120,21 @@ def test_parameterization_validation():
 
 
 def test_circle_data():
-    x, y = lt.circle_data(6, radius=2.0)
+    x, y = circle_data(6, radius=2.0)
     assert x.shape == (6, 2) and y.shape == (6,)
     np.testing.assert_allclose(np.linalg.norm(x, axis=1), 2.0, rtol=1e-6)
     theta = np.arctan2(x[:, 1], x[:, 0])
     assert theta.min() >= -1e-6 and theta.max() < np.pi  # no antipodal pair
     np.testing.assert_allclose(y, np.cos(2 * theta), atol=1e-6)
     with pytest.raises(ValueError, match="num_inputs"):
-        lt.circle_data(0)
+        circle_data(0)
 
 
 def test_shallow_hessian_norm_against_dense(x64):
     from ntkbook.hessian import dense_spectral_norm
 
     model, params = shallow_network(jax.random.key(2), 11, input_dim=2, dtype=jnp.float64)
-    x, _ = lt.circle_data(3, dtype=jnp.float64)
+    x, _ = circle_data(3, dtype=jnp.float64)
     closed = lt.shallow_hessian_norm(model, params, x)
     for i in range(3):
         dense = dense_spectral_norm(lambda p, xi=x[i]: model.apply(p, xi[None])[0], params)
@@ -143,7 +144,7 @@ def test_shallow_hessian_norm_against_dense(x64):
 def test_segment_gradient_sup_is_an_upper_bound(x64):
     model, p0 = shallow_network(jax.random.key(3), 50, input_dim=2, dtype=jnp.float64)
     p1 = {"w": p0["w"] + 0.8 * jax.random.normal(jax.random.key(4), p0["w"].shape, jnp.float64)}
-    x, _ = lt.circle_data(3, dtype=jnp.float64)
+    x, _ = circle_data(3, dtype=jnp.float64)
     bound = np.asarray(lt.segment_gradient_sup(model, p0, p1, x, points=9))
     ts = np.linspace(0, 1, 2001)
     for i in range(3):
@@ -170,7 +171,7 @@ def test_weight_change_sweep_small():
 
 def test_centered_and_label_rescaling(x64):
     model, p0 = shallow_network(jax.random.key(5), 8, input_dim=2, dtype=jnp.float64)
-    x, _ = lt.circle_data(4, dtype=jnp.float64)
+    x, _ = circle_data(4, dtype=jnp.float64)
     f = lt.centered(model.apply, p0, 4.0)
     np.testing.assert_allclose(f(p0, x), 0.0, atol=1e-15)
     g = jax.grad(lambda p: f(p, x[:1])[0])(p0)["w"]
@@ -184,7 +185,7 @@ def test_rescaled_model_sweep_small():
     cfg = scales.get("lazy_rescaled", "ci").replace(width=16, alphas=(1.0, 4.0), seeds=2, num_inputs=6, radius=3.0,
                                                     steps=100, lr_factor=1.0)
     r = lt.rescaled_model_sweep(cfg, jax.random.key(1))
-    _, y = lt.circle_data(6)
+    _, y = circle_data(6)
     np.testing.assert_allclose(r["A"], float(np.linalg.norm(y)) / r["alpha"], rtol=1e-6)
     np.testing.assert_allclose(r["kappa_direct"], r["kappa"], rtol=1e-5)
     np.testing.assert_allclose(r["B_direct"] * r["alpha"], r["B"], rtol=1e-5)
@@ -221,26 +222,13 @@ def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
     with jax.enable_x64(True):
         r = lt.parameterization_sweep(cfg, jax.random.key(3))
         assert np.all(r["lanczos_residual"] <= 1e-6)
-        x, _ = lt.circle_data(4, radius=3.0)
+        x, _ = circle_data(4, radius=3.0)
         for i, (name, seed) in enumerate(zip(r["parameterization"], r["seed"], strict=True)):
-            model, params = mlp(lt._fold(jax.random.key(3), 6, int(seed)), (6, 6), input_dim=2, activation="tanh")
+            model, params = mlp(fold_key(jax.random.key(3), 6, int(seed)), (6, 6), input_dim=2, activation="tanh")
             if name == "lecun":
                 model, params = lt.to_lecun(model, params)
             dense = dense_spectral_norm(lambda p, model=model: model.apply(p, x[:1])[0], params)
             assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-5)
-
-
-def test_log_factor_shift_and_slope_window():
-    widths = np.array([100, 10_000])
-    expected = 0.5 * math.log(math.log(1e4) / math.log(1e2)) / math.log(100)
-    assert lt.log_factor_shift(widths) == pytest.approx(expected)
-    # a pure (log m)^{1/2} power law has exactly this fitted slope
-    fit = power_law_fit(widths, np.sqrt(np.log(widths)))
-    assert fit.slope == pytest.approx(expected)
-    with pytest.raises(ValueError, match="two distinct"):
-        lt.log_factor_shift([64, 64])
-    low, high = lt.slope_window(fit, -0.5, below=0.1, above=0.2)
-    assert (low, high) == pytest.approx((-0.6 - 3 * fit.stderr, -0.3 + 3 * fit.stderr))
 
 
 def test_summarize_geometric_means():
@@ -249,3 +237,20 @@ def test_summarize_geometric_means():
     np.testing.assert_allclose(out["a"], [2.0, 4.0])
     out = lt.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
     np.testing.assert_allclose(out["a"], [2.0, 2.0])
+
+
+def test_fold_key_and_stack_rows():
+    from ntkbook.columns import stack_rows
+
+    k = jax.random.key(0)
+    expected = jax.random.fold_in(jax.random.fold_in(k, 3), 5)
+    np.testing.assert_array_equal(jax.random.key_data(fold_key(k, 3, 5)), jax.random.key_data(expected))
+    with pytest.raises(TypeError, match="integers"):
+        fold_key(k, 1.5)
+    out = stack_rows([{"a": np.array([1, 2]), "b": 0.5}, {"a": np.array([3]), "b": 1.5}])
+    np.testing.assert_array_equal(out["a"], [1, 2, 3])
+    np.testing.assert_array_equal(out["b"], [0.5, 1.5])
+    with pytest.raises(ValueError, match="keys"):
+        stack_rows([{"a": 1}, {"b": 2}])
+    with pytest.raises(ValueError, match="at least one"):
+        stack_rows([])

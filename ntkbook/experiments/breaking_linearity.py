@@ -2,7 +2,7 @@
 
 Non-linear output layer (Eq. 26–29):
 
-* :data:`PHI` — the output map φ(z) = z + ½ log cosh z (|φ'| ∈ [½, 3/2], 0 < φ'' ≤ ½);
+* the output map φ(z) = z + ½ log cosh z is :data:`ntkbook.models.output_maps.PHI`;
 * :func:`hessian_decomposition_dense` (Eq. 27–29) and :func:`hessian_decomposition_hvp` (Eq. 28) —
   float64 checks against autodiff;
 * :func:`one_layer_hessian_norm` — ‖H‖ of a one-hidden-layer network with trained output, closed form;
@@ -35,44 +35,24 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..columns import stack_rows
+from ..data.circle import circle_data
 from ..eigen import lambda_max, spectral_norm
 from ..fitting import ci_position, power_law_fit
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
 from ..kernels import empirical_ntk, kernel_diagonal, relative_change
 from ..models.dense import MLP, mlp
+from ..models.output_maps import PHI, phi_derivatives
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
+from ..random import fold_key
 from ..training import train_traced
-from .lazy_training import _fold, _stack, circle_data
 
 Array = jax.Array
 PyTree = Any
 HIGHEST = jax.lax.Precision.HIGHEST
-
-# ---------------------------------------------------------------------------------------------
-# The output map φ
-# ---------------------------------------------------------------------------------------------
-
-
-PHI = get_activation("z+logcosh(z)/2")
-"""φ(z) = z + ½ log cosh z (the registry's ``"z+logcosh(z)/2"``): φ'(z) = 1 + ½ tanh z ∈ (½, 3/2),
-φ''(z) = ½ sech² z ∈ (0, ½].
-
-A "softplus-like" map with a floor on its slope: φ(z) − z/2 ... grows like z/2 for z → −∞ and like
-3z/2 for z → +∞, so |φ'| ≥ ρ = ½ everywhere (Theorem 5.1's hypothesis), while φ'' > 0 everywhere (so
-the first term of Eq. 29 never vanishes) and is largest near 0, where a network output at
-initialization typically is."""
-
-PHI_FLOOR = PHI.derivative_floor
-"""inf_z |φ'(z)| = ½ for :data:`PHI` — the ρ of Theorem 5.1."""
-
-
-def phi_derivatives(phi: Activation, f: Array) -> tuple[Array, Array]:
-    """(φ'(f), φ''(f)) elementwise, by forward-mode autodiff."""
-    return phi.derivative(f, 1), phi.derivative(f, 2)
-
 
 # ---------------------------------------------------------------------------------------------
 # Eq. (27)–(28): kernel and Hessian of f̃ = φ(f), against autodiff
@@ -227,7 +207,7 @@ def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
     at_init, runs = [], []
     n = x.shape[0]
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        keys = jnp.stack([fold_key(key, m, s) for s in range(settings.seeds)])
         a, r = _nonlinear_width(keys, x, y, int(m), phi, int(settings.steps), float(settings.lr_factor),
                                 int(settings.lanczos_steps))
         a = {k: np.asarray(v).ravel() for k, v in a.items()}  # (seeds, n) → flat
@@ -238,7 +218,7 @@ def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
         r = {k: np.asarray(v) for k, v in r.items()}
         r.update(width=np.full(seeds, int(m)), seed=np.arange(seeds))
         runs.append(r)
-    a, r = _stack(at_init), _stack(runs)
+    a, r = stack_rows(at_init), stack_rows(runs)
     return {k: a[k] for k in NONLINEAR_FIELDS}, {k: r[k] for k in NONLINEAR_RUN_FIELDS}
 
 
@@ -330,7 +310,7 @@ def eq30_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]
         mean, sd = eq30_limit(act, alpha)
         for m in settings.widths:
             for s in range(settings.seeds):
-                w = jax.random.normal(_fold(key, m, s), (int(m),))
+                w = jax.random.normal(fold_key(key, m, s), (int(m),))
                 t = eq30_tensor(w, alpha, act)
                 res = norm_221(t)
                 closed = float(np.sum(np.asarray(w, np.float64) ** 2
@@ -427,7 +407,7 @@ def theorem_4_1_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.n
     x = float(settings.x)
     out: dict[str, list] = {"block": [], "S_over_sqrt_m": [], "w1_fourth": []}
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jax.random.split(_fold(key, m), settings.seeds)
+        keys = jax.random.split(fold_key(key, m), settings.seeds)
         res = _theorem_4_1_width(keys, int(m), x)
         for k in out:
             out[k].append(np.asarray(res[k], np.float64))
@@ -524,7 +504,7 @@ def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, 
     rows = []
     x = jnp.asarray([float(settings.x)])
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jax.random.split(_fold(key, m), settings.seeds)
+        keys = jax.random.split(fold_key(key, m), settings.seeds)
         res = _ball_width(keys, int(m), x, float(settings.radius), int(settings.lanczos_steps))
         res = {k: np.asarray(v) for k, v in res.items()}  # (seeds, points)
         seeds, npts = res["hessian"].shape
@@ -532,7 +512,7 @@ def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, 
         row.update(width=np.full(seeds * npts, int(m)), seed=np.repeat(np.arange(seeds), npts),
                    point=np.tile(np.asarray(BALL_POINTS), seeds))
         rows.append(row)
-    out = _stack(rows)
+    out = stack_rows(rows)
     return {k: out[k] for k in BALL_FIELDS}
 
 
@@ -594,14 +574,14 @@ def bottleneck_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str,
                if (int(settings.fixed_width), int(mb)) not in pieces]
     rows = []
     for m, mb in progress(pieces, desc="(m, m_b)", total=len(pieces)):
-        keys = jnp.stack([_fold(key, m, mb, s) for s in range(settings.seeds)])
+        keys = jnp.stack([fold_key(key, m, mb, s) for s in range(settings.seeds)])
         res = _bottleneck_one(keys, x, y, m, mb, int(settings.steps), float(settings.lr_factor),
                               int(settings.lanczos_steps))
         res = {k: np.asarray(v) for k, v in res.items()}
         res.update(width=np.full(settings.seeds, m), bottleneck=np.full(settings.seeds, mb),
                    seed=np.arange(settings.seeds))
         rows.append(res)
-    out = _stack(rows)
+    out = stack_rows(rows)
     return {k: out[k] for k in WIDTH_FIELDS}
 
 
@@ -636,25 +616,27 @@ def table_1(nonlinear_init: Mapping[str, Any], nonlinear_runs: Mapping[str, Any]
             bottleneck: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Table 1 of the paper, measured: one row per network, from the sweeps of this module.
 
-    * linear output / non-linear output: :func:`nonlinear_output_sweep` — ‖H‖ and ‖H̃‖, K(x₀, x₀) and
-      K̃(x₀, x₀) at W₀ (first training input), and the kernel change from W₀ to the solution found by
+    * linear output / non-linear output: :func:`nonlinear_output_sweep` — ‖H‖ and ‖H̃‖, K(x, x) and
+      K̃(x, x) at W₀ (every training input x), and the kernel change from W₀ to the solution found by
       gradient descent on the training set (f and f̃ each trained on its own);
     * bottleneck: :func:`bottleneck_width_sweep` with m_b = 1 — the same three quantities.
 
     Each row: fitted exponents in m with 95% intervals, the kernel change at the largest width and the
-    verdict of :func:`transition_verdict`.
+    verdict of :func:`transition_verdict`; the private keys ``_fits`` (the fits), ``_x`` (widths),
+    ``_hessian`` and ``_kernel`` (the measurements, one per (width, seed)) feed the chapter's claims.
     """
-    first = np.asarray(nonlinear_init["input"]) == 0
-    w_nl = np.asarray(nonlinear_init["width"])[first]
-    k = np.asarray(nonlinear_init["kernel"])[first]
-    phi1 = np.asarray(nonlinear_init["phi1"])[first]
+    # every training input (one point per (width, seed, input)): K̃(x, x) = φ'(f(x))²K(x, x) is a Θ(1)
+    # random variable per input, so a single input per seed leaves the exponent underpowered
+    w_nl = np.asarray(nonlinear_init["width"])
+    k = np.asarray(nonlinear_init["kernel"])
+    phi1 = np.asarray(nonlinear_init["phi1"])
     w_runs = np.asarray(nonlinear_runs["width"])
     narrow = (np.asarray(bottleneck["bottleneck"]) == 1)
     w_b = np.asarray(bottleneck["width"])[narrow]
     data = {
-        "linear output": (w_nl, np.asarray(nonlinear_init["hessian"])[first], k, w_runs,
+        "linear output": (w_nl, np.asarray(nonlinear_init["hessian"]), k, w_runs,
                           np.asarray(nonlinear_runs["kernel_change_linear_trained"])),
-        "non-linear output": (w_nl, np.asarray(nonlinear_init["hessian_tilde"])[first], phi1**2 * k, w_runs,
+        "non-linear output": (w_nl, np.asarray(nonlinear_init["hessian_tilde"]), phi1**2 * k, w_runs,
                               np.asarray(nonlinear_runs["kernel_change_tilde"])),
         "bottleneck (m_b = 1)": (w_b, np.asarray(bottleneck["hessian"])[narrow],
                                  np.asarray(bottleneck["kernel"])[narrow], w_b,
@@ -675,5 +657,41 @@ def table_1(nonlinear_init: Mapping[str, Any], nonlinear_runs: Mapping[str, Any]
             "ΔK at largest m": float(np.exp(np.mean(np.log(dk[wc == wc.max()])))),
             "transition": transition_verdict(fits["kernel_change"]),
             "_fits": fits,
+            "_x": w, "_hessian": h, "_kernel": kern,
         })
     return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma H.1, Eq. (124): the printed Gaussian tail bound (erratum)
+# ---------------------------------------------------------------------------------------------
+
+
+def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dict[str, float]:
+    """Monte Carlo of Eq. (124) of Lemma H.1's proof at its extreme case s = t = R e₁.
+
+    Then Σᵢ sᵢtᵢyᵢ = R² y₁ with y₁ ~ N(0, 1) (variance Σ sᵢ²tᵢ² = R⁴ ≤ R⁴, as the proof says).  Eq. (124)
+    asserts |Σ sᵢtᵢyᵢ| ≤ log(4/δ)·R⁴ with probability ≥ 1 − δ/2; the Gaussian tail gives instead
+    √(2 log(4/δ))·R² (Chernoff: P(|N(0, σ²)| > σ√(2 log(4/δ))) ≤ 2e^{−log(4/δ)} = δ/2).
+
+    Returns ``printed`` / ``corrected``: the fractions of ``draws`` draws of y₁ (float64) exceeding
+    each bound; ``printed_exact`` = 2Φ̄(log(4/δ) R²) and ``corrected_exact`` = 2Φ̄(√(2 log(4/δ))), the
+    closed forms; ``allowed`` = δ/2 and ``binomial_se`` = √(δ/2 (1 − δ/2)/draws).
+    """
+    from scipy.stats import norm
+
+    radius = V.positive_float("radius", radius)
+    delta = V.positive_float("delta", delta)
+    if not delta < 1:
+        raise ValueError(f"delta must be in (0, 1), got {delta}")
+    draws = V.positive_int("draws", draws)
+    level = math.log(4.0 / delta)
+    with jax.enable_x64(True):
+        y = np.asarray(jax.random.normal(key, (draws,), dtype=jnp.float64))
+    stat = np.abs(radius**2 * y)
+    allowed = delta / 2
+    return {"printed": float(np.mean(stat > level * radius**4)),
+            "corrected": float(np.mean(stat > math.sqrt(2 * level) * radius**2)),
+            "printed_exact": float(2 * norm.sf(level * radius**2)),
+            "corrected_exact": float(2 * norm.sf(math.sqrt(2 * level))),
+            "allowed": allowed, "binomial_se": math.sqrt(allowed * (1 - allowed) / draws)}

@@ -1,6 +1,5 @@
 """Chapter 4 — lazy training, rescaling and parameterization (Liu, Zhu & Belkin 2020, §1.1, App. A).
 
-* :func:`circle_data` — the small, well-conditioned training set of Chapters 4–5;
 * :func:`shallow_hessian_norm` — ‖∂²f/∂w²‖ of the fixed-output network of Eq. (8) in closed form;
 * :func:`segment_gradient_sup` — a certified upper estimate of sup ‖∇_w f‖ on the segment [w₀, w*]
   (the denominator of Eq. 2);
@@ -33,13 +32,15 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation
+from ..columns import stack_rows
+from ..data.circle import circle_data
 from ..eigen import EigenResult, extreme_eigenpairs, lambda_max, refine_unconverged, spectral_norm
-from ..fitting import PowerLawFit, log_factor_allowance
 from ..hessian import dense_hessian, hessian_spectral_norm
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
+from ..random import fold_key
 from ..training import train, train_traced
 
 Array = jax.Array
@@ -49,26 +50,6 @@ HIGHEST = jax.lax.Precision.HIGHEST
 # ---------------------------------------------------------------------------------------------
 # Data, gradient descent, small helpers
 # ---------------------------------------------------------------------------------------------
-
-
-def circle_data(num_inputs: int, *, radius: float = 3.0, frequency: int = 2,
-                dtype: Any = jnp.float32) -> tuple[Array, Array]:
-    """n inputs on a half circle and smooth labels: xₖ = r(cos θₖ, sin θₖ), yₖ = cos(νθₖ), θₖ = πk/n.
-
-    The angles avoid antipodal pairs (networks without biases are odd functions of x, so x and −x
-    cannot carry independent labels), and the radius r = 3 makes the pre-activations w·x/√2 of
-    order 2, where tanh is clearly non-linear: the tangent kernel on these points is well
-    conditioned (λ_max/λ_min ≈ 15–25 for n = 6).
-
-    Returns:
-        ``(x, y)`` of shapes (n, 2) and (n,).
-    """
-    n = V.positive_int("num_inputs", num_inputs)
-    radius = V.positive_float("radius", radius)
-    frequency = V.positive_int("frequency", frequency, minimum=0)
-    theta = jnp.pi * jnp.arange(n, dtype=dtype) / n
-    x = radius * jnp.stack([jnp.cos(theta), jnp.sin(theta)], axis=1)
-    return x.astype(dtype), jnp.cos(frequency * theta).astype(dtype)
 
 
 def _train_fixed(apply_fn: Callable[[PyTree, Array], Array], params: PyTree, x: Array, y: Array, eta1: Any,
@@ -83,17 +64,6 @@ def _abs_residual_sum(apply_fn: Callable[[PyTree, Array], Array]) -> Callable[..
     """w ↦ ‖f(w; X) − y‖₁ (its sum over the steps bounds every coordinate's displacement:
     |w_T − w₀|_c ≤ η₁ Σ_{t<T} ‖r_t‖₁ max_i |∂f(xᵢ)/∂w_c|)."""
     return lambda p, x, y: jnp.sum(jnp.abs(apply_fn(p, x) - y))
-
-
-def _fold(key: Array, *values: int) -> Array:
-    for v in values:
-        key = jax.random.fold_in(key, int(v))
-    return key
-
-
-def _stack(rows: list[dict[str, Any]]) -> dict[str, np.ndarray]:
-    """List of dicts of equal-length arrays → dict of concatenated NumPy arrays."""
-    return {k: np.concatenate([np.atleast_1d(np.asarray(r[k])) for r in rows]) for k in rows[0]}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,14 +150,14 @@ def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: 
     x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jax.random.split(_fold(key, m), settings.seeds)
+        keys = jax.random.split(fold_key(key, m), settings.seeds)
         out = _weight_change_width(keys, x, y, int(m), activation, int(settings.steps),
                                    float(settings.lr_factor), int(settings.segment_points))
         out = {k: np.asarray(v) for k, v in out.items()}
         out["width"] = np.full(settings.seeds, int(m))
         out["seed"] = np.arange(settings.seeds)
         rows.append(out)
-    return _stack(rows)
+    return stack_rows(rows)
 
 
 @partial(jax.jit, static_argnames=("m", "activation", "steps", "points"))
@@ -265,14 +235,14 @@ def rescaled_model_sweep(settings: Mapping[str, Any], key: Array, *, activation:
     x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
     for alpha in progress(settings.alphas, desc="alphas", total=len(settings.alphas)):
-        keys = jax.random.split(_fold(key, settings.width), settings.seeds)
+        keys = jax.random.split(fold_key(key, settings.width), settings.seeds)
         out = _rescaled_alpha(keys, x, y, float(alpha), int(settings.width), activation,
                               int(settings.steps), float(settings.lr_factor))
         out = {k: np.asarray(v) for k, v in out.items()}
         out["alpha"] = np.full(settings.seeds, float(alpha))
         out["seed"] = np.arange(settings.seeds)
         rows.append(out)
-    return _stack(rows)
+    return stack_rows(rows)
 
 
 @partial(jax.jit, static_argnames=("m", "activation", "steps"))
@@ -451,7 +421,7 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
     x, y = circle_data(settings.num_inputs, radius=settings.radius)
     rows = []
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        keys = jnp.stack([fold_key(key, m, s) for s in range(settings.seeds)])
         out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
                                       float(settings.lr_factor), int(settings.lanczos_steps))
         for name in ("ntk", "lecun"):
@@ -463,7 +433,7 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
             row["seed"] = np.arange(settings.seeds)
             row["parameterization"] = np.full(settings.seeds, name)
             rows.append(row)
-    out = _stack(rows)
+    out = stack_rows(rows)
     return {k: out[k] for k in PARAMETERIZATION_FIELDS}
 
 
@@ -490,36 +460,8 @@ def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos
 
 
 # ---------------------------------------------------------------------------------------------
-# Slope tolerances
+# Tables
 # ---------------------------------------------------------------------------------------------
-
-
-def log_factor_shift(widths: Any, power: float = 0.5) -> float:
-    """How much a factor (log m)^power moves a fitted log–log slope over ``widths``
-    (:func:`ntkbook.fitting.log_factor_allowance`; here the power defaults to 1/2, the factor of the
-    maximum of m Gaussian weights, ‖v‖_∞ ≈ √(2 log m))."""
-    return log_factor_allowance(widths, power)
-
-
-def slope_window(fit: PowerLawFit, predicted: float, *, below: float = 0.0, above: float = 0.0,
-                 sigmas: float = 3.0) -> tuple[float, float]:
-    """The interval a fitted slope must fall in: [predicted − below − k·SE, predicted + above + k·SE].
-
-    Deprecated: this window widens with the fit's standard error, so a noisier measurement passes
-    more easily.  Rate claims use :func:`ntkbook.claims.rate` (window fixed a priori, rivals, the
-    rule of :func:`ntkbook.fitting.decide_rate`); this function goes once the chapters are ported.
-
-    ``below``/``above`` are systematic allowances justified by the theory (e.g. :func:`log_factor_shift`
-    for an Õ rate, finite-width corrections), k·SE (k = ``sigmas``) the statistical one, from the
-    standard error of the least-squares slope over all (width, seed) points.
-    """
-    return predicted - below - sigmas * fit.stderr, predicted + above + sigmas * fit.stderr
-
-
-def slope_row(name: str, fit: PowerLawFit, predicted: float, low: float, high: float) -> dict[str, Any]:
-    """One row of a slope table: measured slope with its 95% interval against the allowed window."""
-    return {"quantity": name, "slope": fit.slope, "95% CI": f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]",
-            "predicted": predicted, "allowed": f"[{low:.3f}, {high:.3f}]"}
 
 
 def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,

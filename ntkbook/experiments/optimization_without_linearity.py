@@ -2,7 +2,7 @@
 
 * :func:`theorem_5_1_sweep` — gradient descent (the one loop of :mod:`ntkbook.training`, loss
   L(w) = (1/2n) Σᵢ (φ(f(w; xᵢ)) − yᵢ)², 1/n times the ½Σ of Theorem 5.1) for a wide network f with the
-  output map φ of :data:`~ntkbook.experiments.breaking_linearity.PHI` (|φ'| ≥ ρ = ½),
+  output map φ of :data:`~ntkbook.models.output_maps.PHI` (|φ'| ≥ ρ = ½),
   tracking at every step the loss, the extreme eigenvalues of the tangent kernels K̃ of φ(f) and K of
   f, the smallest |φ'(f)| on the training set, and the relative change of K̃ and of K;
 * :func:`geometric_rate` — the rate q of L(w_t) ≈ C qᵗ fitted on the tail of a loss curve;
@@ -22,15 +22,16 @@ import numpy as np
 
 from .. import _validation as V
 from ..activations import Activation
+from ..data.circle import circle_data
 from ..eigen import extreme_eigenpairs, lambda_max, lambda_min
 from ..fitting import fit_geometric_rate
 from ..kernels import empirical_ntk, relative_change
 from ..models.dense import mlp
+from ..models.output_maps import PHI, phi_derivatives
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
+from ..random import fold_key
 from ..training import train_traced
-from .breaking_linearity import PHI, phi_derivatives
-from .lazy_training import _fold, circle_data
 
 Array = jax.Array
 
@@ -57,7 +58,7 @@ def theorem_5_1_sweep(settings: Mapping[str, Any], key: Array, *, phi: Activatio
     x, y = circle_data(settings.num_inputs, radius=settings.radius)
     out: dict[str, list] = {k: [] for k in (*TRACK_FIELDS, "lr")}
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
-        keys = jnp.stack([_fold(key, m, s) for s in range(settings.seeds)])
+        keys = jnp.stack([fold_key(key, m, s) for s in range(settings.seeds)])
         res = _theorem_5_1_width(keys, x, y, int(m), phi, int(settings.steps), float(settings.lr_factor))
         for k in out:
             out[k].append(np.asarray(res[k], np.float64))
