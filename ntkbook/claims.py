@@ -47,10 +47,6 @@ pass numbers that are not noise.  The decision itself uses the unrounded numbers
 
 Claim ids are unique within a notebook: a second claim with the same id and a different record raises
 ``ValueError`` (an identical record — the same cell executed again — is kept once).
-
-The legacy functions :func:`check`, :func:`check_all_leq`, :func:`check_between` and
-:func:`check_close` keep working on top of the same machinery (kind ``"legacy"``, no label) until the
-chapters are ported to the typed functions.
 """
 
 from __future__ import annotations
@@ -75,7 +71,7 @@ Status = Literal["passed", "failed", "inconclusive"]
 #: The three papers as claim references name them, ``ref = "<paper>, <result number>"``.
 PAPERS: tuple[str, ...] = ("Liu–Zhu–Belkin 2020", "Liu–Zhu–Belkin 2022", "Oymak–Soltanolkotabi 2020")
 #: Every kind a ledger record can have.  ``identity`` is an illustration, never evidence.
-KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "legacy")
+KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
 #: Kinds whose records carry ``window`` and ``rivals``.
 RATE_KINDS: tuple[str, ...] = ("rate", "order")
 STATUSES: tuple[str, ...] = ("passed", "failed", "inconclusive")
@@ -91,8 +87,7 @@ TOLERANCE_RESOLUTION = 1e-3
 #: Significant digits of the numbers in a verdict line.
 SHOWN_DIGITS = 3
 #: Names of the functions that record a claim (a cell calling one of them is a check cell).
-CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "check",
-                                    "check_all_leq", "check_between", "check_close")
+CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
 _CALL = re.compile(r"\bclaims\.(" + "|".join(CLAIM_FUNCTIONS) + r")\s*\(")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
@@ -134,7 +129,10 @@ def records() -> list[dict[str, Any]]:
 
 def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[dict[str, Any]]]:
     """All ledgers under ``directory`` (default :func:`ledger_dir`), searched recursively:
-    notebook stem → list of records.  A line that is not JSON becomes a failed record saying so."""
+    notebook stem → list of records.
+
+    Raises ``ValueError`` naming the file and line when a line is not a JSON object (a corrupt ledger
+    must stop the build, never be read as a claim), and when two ledgers belong to the same notebook."""
     import json
 
     directory = Path(directory) if directory is not None else ledger_dir()
@@ -147,15 +145,19 @@ def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[d
             raise ValueError(f"two ledgers for notebook {path.stem!r}: {where[path.stem]} and {path}")
         where[path.stem] = path
         recs = []
-        for line in path.read_text().splitlines():
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
             line = line.strip()
-            if line:
-                try:
-                    recs.append(json.loads(line))
-                except json.JSONDecodeError:
-                    recs.append({"claim": "(unreadable ledger line)", "ref": "", "label": None, "kind": "legacy",
-                                 "criterion": "the ledger line is valid JSON", "measured": {"line": line[:200]},
-                                 "status": "failed", "scale": None, "notebook": path.stem})
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"ledger {path}, line {number} is not valid JSON ({err.msg}): {line[:200]!r}; "
+                                 "the ledger is corrupt: execute the notebook again") from None
+            if not isinstance(rec, dict):
+                raise ValueError(f"ledger {path}, line {number} is not a JSON object: {line[:200]!r}; "
+                                 "the ledger is corrupt: execute the notebook again")
+            recs.append(rec)
         out[path.stem] = recs
     return out
 
@@ -215,8 +217,8 @@ STATUS_MARKS: dict[str, str] = {"passed": "PASSED", "failed": "FAILED", "inconcl
 
 
 def kind_label(kind: str) -> str:
-    """How a kind is shown: identities are marked as illustrations, legacy checks as such."""
-    return {"identity": "identity, illustration", "legacy": "legacy check"}.get(kind, kind)
+    """How a kind is shown: identities are marked as illustrations."""
+    return {"identity": "identity, illustration"}.get(kind, kind)
 
 
 def verdict_line(record: Mapping[str, Any]) -> str:
@@ -322,7 +324,7 @@ def _record(claim: str, *, kind: str, ref: str, label: str | None, criterion: st
     if erratum is not None:
         rec["erratum"] = _text("erratum", erratum)
     stored = _STATE["records"]
-    same = [i for i, r in enumerate(stored) if r["claim"] == claim] if kind != "legacy" else []
+    same = [i for i, r in enumerate(stored) if r["claim"] == claim]
     if same and stored[same[0]] != rec:
         raise ValueError(f"claim id {claim!r} was already recorded in this run with other numbers: claim ids must be "
                          "unique in a notebook (put the loop variable in the id); after editing a cell in a live "
@@ -550,80 +552,6 @@ def _boolean(claim: str, condition: Any) -> bool:
     return bool(cond)
 
 
-# ---------------------------------------------------------------------------------------------
-# Legacy interface (kind "legacy"; removed once every chapter uses the typed claims)
-# ---------------------------------------------------------------------------------------------
-
-
-def _legacy_measured_text(measured: Mapping[str, Any]) -> str:
-    return ", ".join(f"{k} = {fmt(v)}" for k, v in round_floats(dict(measured)).items())
-
-
-def check(claim_id: str, condition: Any, *, ref: str, **measured: Any) -> None:
-    """Legacy: assert a boolean ``condition`` (use the typed claims for new checks).
-
-    Raises ``TypeError`` unless ``condition`` is a single boolean, ``AssertionError`` when it is false.
-    """
-    if not isinstance(claim_id, str) or not claim_id:
-        raise TypeError(f"claim_id must be a non-empty string, got {claim_id!r}")
-    if not isinstance(ref, str) or not ref:
-        raise TypeError(f"ref must be a non-empty string naming the paper result, got {ref!r}")
-    passed = _boolean(claim_id, condition)
-    text = _legacy_measured_text(measured)
-    _record(claim_id, kind="legacy", ref=ref, label=None, criterion="condition holds" + (f"; {text}" if text else ""),
-            measured=measured, status="passed" if passed else "failed")
-
-
-def check_all_leq(claim_id: str, measured: Any, bound: Any, *, ref: str, rtol: float = 0.0, **extra: Any) -> None:
-    """Legacy: ``measured ≤ bound·(1 + rtol)`` for every sample; records the worst ratio."""
-    m = np.asarray(measured, dtype=np.float64).ravel()
-    b = np.asarray(bound, dtype=np.float64).ravel()
-    if m.shape != b.shape or m.size == 0:
-        raise ValueError(f"measured and bound must be non-empty and of equal size, got {m.shape} and {b.shape}")
-    ok = bool(np.all(m <= b * (1.0 + rtol)))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(b > 0, m / b, np.where(m <= 0, 0.0, np.inf))
-    values = {"samples": int(m.size), "worst_ratio": quantize(np.max(ratio), RESOLUTION),
-              "median_ratio": quantize(np.median(ratio), RESOLUTION), "rtol": rtol, **extra}
-    shown = round_floats(values)
-    text = f"measured ≤ bound on {m.size} samples; worst ratio {fmt(shown['worst_ratio'])}"
-    if extra:
-        text += "; " + _legacy_measured_text(extra)
-    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
-            status="passed" if ok else "failed")
-
-
-def check_between(claim_id: str, value: float, low: float, high: float, *, ref: str, **extra: Any) -> None:
-    """Legacy: ``low ≤ value ≤ high``."""
-    values = round_floats({"value": float(value), "low": float(low), "high": float(high), **extra})
-    text = f"{fmt(values['low'])} ≤ value ≤ {fmt(values['high'])}; value {fmt(values['value'])}"
-    if extra:
-        text += "; " + _legacy_measured_text(extra)
-    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
-            status="passed" if low <= float(value) <= high else "failed")
-
-
-def check_close(claim_id: str, value: Any, reference: Any, *, ref: str, rtol: float, atol: float = 0.0,
-                **extra: Any) -> None:
-    """Legacy: ``|value − reference| ≤ atol + rtol·|reference|`` elementwise."""
-    a = np.asarray(value, dtype=np.float64)
-    b = np.asarray(reference, dtype=np.float64)
-    err = np.abs(a - b)
-    tol = atol + rtol * np.abs(b)
-    ok = bool(np.all(err <= tol))
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = float(np.max(np.where(b != 0, err / np.abs(b), err)))
-    r = TOLERANCE_RESOLUTION
-    values = round_floats({"max_abs_error": quantize(np.max(err), r * float(np.max(tol))),
-                           "max_rel_error": quantize(rel, r * rtol), "rtol": rtol, "atol": atol, **extra})
-    text = (f"|value − reference| ≤ {fmt(atol)} + {fmt(rtol)}·|reference|; worst relative error "
-            f"{fmt(values['max_rel_error'])}")
-    if extra:
-        text += "; " + _legacy_measured_text(extra)
-    _record(claim_id, kind="legacy", ref=_text("ref", ref), label=None, criterion=text, measured=values,
-            status="passed" if ok else "failed")
-
-
 __all__ = [
     "CLAIM_FUNCTIONS",
     "FIELDS",
@@ -638,10 +566,6 @@ __all__ = [
     "Verdict",
     "bound",
     "calls_claims",
-    "check",
-    "check_all_leq",
-    "check_between",
-    "check_close",
     "close",
     "condition",
     "fmt",

@@ -413,13 +413,15 @@ def _tiny_chapter(stem: str, value: int) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
     nb.cells = [
-        nbformat.v4.new_markdown_cell(f"# Chapter {stem}"),
+        nbformat.v4.new_markdown_cell(f"# Chapter {stem}\n\n```{{prf:proposition}} Demo\n:label: demo-{stem}\n\n"
+                                      f"{value} + 1 = {value + 1}.\n```"),
         nbformat.v4.new_code_cell('import os\n\nscale = os.environ.get("NTKBOOK_SCALE", "book")',
                                   metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell(f'import ntkbook as nb\n\nscale = nb.setup("{stem}", scale)\n'
                                   f'with open("runs.txt", "a") as f:\n    f.write("{stem}\\n")'),
         nbformat.v4.new_code_cell(f"x = {value} + 1\n"
-                                  f'nb.claims.check("demo/{stem}-sum", x == {value + 1}, ref="book, demo", x=x)'),
+                                  f'nb.claims.condition("demo/{stem}-sum", x == {value + 1}, criterion="x = {value + 1}", '
+                                  f'ref="book, demo", label="demo-{stem}", x=x)'),
     ]
     return nb
 
@@ -456,6 +458,7 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     first = build_cached()
     assert sorted(runs.read_text().split()) == ["01-a", "02-b"]
     assert "demo/01-a-sum" in first and "demo/02-b-sum" in first
+    assert 'href="01-a.html#demo-01-a"' in first and 'href="02-b.html#demo-02-b"' in first  # linked to statements
     runs.unlink()
 
     nbformat.write(_tiny_chapter("01-a", 5), book / "book" / "01-a.ipynb")  # edit one chapter's code

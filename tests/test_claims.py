@@ -218,12 +218,13 @@ def test_erratum_is_recorded(ledger):
 def test_record_fields_are_exactly_the_documented_ones(ledger):
     claims.bound("a/b", [1.0], [2.0], ref=P20, label="prop-2-3")
     rate("a/rate", power_law(-0.5, 0.02), erratum="text")
-    claims.check("a/legacy", True, ref="Prop. 2.3", n=3)
+    claims.condition("a/condition", True, criterion="c", ref=P20, label="prop-2-3", n=3)
     base = {"claim", "ref", "label", "kind", "criterion", "measured", "status", "scale", "notebook"}
-    bound_rec, rate_rec, legacy = lines(ledger)
+    bound_rec, rate_rec, cond = lines(ledger)
     assert set(bound_rec) == base
     assert set(rate_rec) == base | {"window", "rivals", "erratum"}
-    assert set(legacy) == base and legacy["kind"] == "legacy" and legacy["label"] is None
+    assert set(cond) == base and cond["kind"] == "condition" and cond["label"] == "prop-2-3"
+    assert {r["kind"] for r in (bound_rec, rate_rec, cond)} <= set(claims.KINDS)
     assert set(rate_rec) <= set(claims.FIELDS)
     assert bound_rec["scale"] == "ci" and bound_rec["notebook"] == "99-test"
     assert not any(k in bound_rec for k in ("date", "time", "backend"))
@@ -266,7 +267,7 @@ def _run_all(noise_bits: float) -> None:
                  ref=P20, label="prop-2-3")
     claims.identity("a/identity", 2.0 * e, 2.0, rtol=1e-9, ref=P20, label="prop-2-3")
     claims.condition("a/condition", True, criterion="always", ref=P20, label="prop-2-3", value=0.123456789 * e)
-    claims.check_all_leq("a/legacy", [1.0 * e, 2.0], [2.0, 2.0], ref="Prop. 2.3")
+    claims.bound("a/bound-ratios", [1.0 * e, 2.0], [2.0, 2.0], ref=P20, label="prop-2-3")
 
 
 def test_two_runs_write_byte_identical_ledgers(tmp_path, monkeypatch):
@@ -298,61 +299,90 @@ def test_verdict_html_and_line_agree():
 
 def test_calls_claims():
     assert claims.calls_claims("nb.claims.rate(\n 'x', ...)")
-    assert claims.calls_claims("claims.check('a', True, ref='r')")
+    for name in ("bound", "rate", "order", "close", "identity", "condition"):
+        assert claims.calls_claims(f"nb.claims.{name}('a', ok, ref=r, label=l)")
+    assert set(claims.CLAIM_FUNCTIONS) == set(claims.KINDS)
+    for removed in ("check", "check_all_leq", "check_between", "check_close"):  # the removed legacy interface
+        assert not claims.calls_claims(f"claims.{removed}('a', True, ref='r')")
+        assert not hasattr(claims, removed)
     assert not claims.calls_claims("nb.tables.show(rows)")
     assert not claims.calls_claims("my_claims.rate_of(x)")
 
 
 def test_read_ledgers_is_recursive_and_rejects_duplicates(tmp_path):
     (tmp_path / "a").mkdir()
-    (tmp_path / "a" / "01-x.jsonl").write_text('{"claim": "c", "status": "passed"}\nnot json\n')
+    (tmp_path / "a" / "01-x.jsonl").write_text('{"claim": "c", "status": "passed"}\n\n{"claim": "d"}\n')
     out = claims.read_ledgers(tmp_path)
-    assert list(out) == ["01-x"] and out["01-x"][1]["status"] == "failed"
+    assert out == {"01-x": [{"claim": "c", "status": "passed"}, {"claim": "d"}]}
     (tmp_path / "01-x.jsonl").write_text("")
     with pytest.raises(ValueError, match="two ledgers"):
         claims.read_ledgers(tmp_path)
 
 
+@pytest.mark.parametrize("bad", ["not json", '{"claim": "c", "status": "pas', "[1, 2]", '"passed"'])
+def test_a_corrupt_ledger_line_raises_naming_file_and_line(tmp_path, bad):
+    path = tmp_path / "01-x.jsonl"
+    path.write_text('{"claim": "c", "status": "passed"}\n' + bad + "\n")
+    with pytest.raises(ValueError, match=rf"ledger {tmp_path}/01-x\.jsonl, line 2 is not .*corrupt"):
+        claims.read_ledgers(tmp_path)
+
+
 # ---------------------------------------------------------------------------------------------
-# Legacy interface (kind "legacy"), kept until the chapters are ported
+# Conditions and the other kinds in a ledger
 # ---------------------------------------------------------------------------------------------
 
 
-def test_passing_claim_is_recorded(ledger):
-    assert claims.check("demo/ok", np.float64(1.0) < 2.0, ref="Prop. 0", measured=np.array([1.0, 2.0]), n=3) is None
+def test_passing_condition_is_recorded(ledger):
+    assert claims.condition("demo/ok", np.float64(1.0) < 2.0, criterion="1 < 2", ref="book, demo", label="demo",
+                            measured=np.array([1.0, 2.0]), n=3) is None
     rec = json.loads(ledger.read_text().splitlines()[0])
     assert rec["status"] == "passed" and rec["claim"] == "demo/ok" and rec["scale"] == "ci"
     assert rec["measured"] == {"measured": [1.0, 2.0], "n": 3}
-    assert rec["notebook"] == "99-test" and rec["ref"] == "Prop. 0" and rec["kind"] == "legacy"
-    assert rec["label"] is None and "date" not in rec
+    assert rec["notebook"] == "99-test" and rec["ref"] == "book, demo" and rec["kind"] == "condition"
+    assert rec["label"] == "demo" and "date" not in rec
 
 
-def test_failing_claim_raises_and_is_recorded(ledger):
-    with pytest.raises(AssertionError, match=r"FAILED  demo/bad  \[legacy check\]  condition holds; slope = -0\.3 "
-                                              r"\(Thm 1; notebook '99-test' at scale 'ci'\)"):
-        claims.check("demo/bad", False, ref="Thm 1", slope=-0.3)
+def test_failing_condition_raises_and_is_recorded(ledger):
+    with pytest.raises(AssertionError, match=r"FAILED  demo/bad  \[condition\]  slope ≥ 0; slope = -0\.3 "
+                                              r"\(Liu–Zhu–Belkin 2020, Thm 1; notebook '99-test' at scale 'ci'\)"):
+        claims.condition("demo/bad", False, criterion="slope ≥ 0; slope = -0.3", ref="Liu–Zhu–Belkin 2020, Thm 1",
+                         label="thm-1", slope=-0.3)
     assert json.loads(ledger.read_text())["status"] == "failed"
 
 
-def test_condition_must_be_one_boolean(ledger):
+def test_condition_must_be_one_boolean_with_a_ref_and_label(ledger):
     with pytest.raises(TypeError, match="single boolean"):
-        claims.check("demo/array", np.array([True, False]), ref="x")
+        claims.condition("demo/array", np.array([True, False]), criterion="c", ref="book, x", label="x")
     with pytest.raises(TypeError, match="single boolean"):
-        claims.check("demo/float", 1.0, ref="x")
+        claims.condition("demo/float", 1.0, criterion="c", ref="book, x", label="x")
     with pytest.raises(TypeError, match="ref"):
-        claims.check("demo/noref", True, ref="")
+        claims.condition("demo/noref", True, criterion="c", ref="", label="x")
+    with pytest.raises(TypeError, match="label"):
+        claims.condition("demo/nolabel", True, criterion="c", ref="book, x", label="")
+    with pytest.raises(TypeError, match="criterion"):
+        claims.condition("demo/nocriterion", True, criterion=" ", ref="book, x", label="x")
+    assert not ledger.read_text()
 
 
-def test_helpers(ledger):
-    claims.check_all_leq("demo/leq", [1.0, 2.0], [2.0, 2.0], ref="r")
+def test_statuses_of_several_kinds_in_one_ledger(ledger):
+    claims.bound("demo/leq", [1.0, 2.0], [2.0, 2.0], ref="book, r", label="r")
     with pytest.raises(AssertionError, match=r"worst ratio 1\.5"):
-        claims.check_all_leq("demo/leq-fails", [3.0, 1.0], [2.0, 2.0], ref="r")
-    claims.check_between("demo/between", -0.49, -0.55, -0.45, ref="r")
+        claims.bound("demo/leq-fails", [3.0, 1.0], [2.0, 2.0], ref="book, r", label="r")
+    value, low, high = -0.49, -0.55, -0.45
+    claims.condition("demo/between", low <= value <= high, criterion="-0.55 ≤ value ≤ -0.45", ref="book, r",
+                     label="r", value=value)
+    value = -0.2
     with pytest.raises(AssertionError):
-        claims.check_between("demo/outside", -0.2, -0.55, -0.45, ref="r")
-    claims.check_close("demo/close", [1.0, 2.0 + 1e-9], [1.0, 2.0], ref="r", rtol=1e-8)
+        claims.condition("demo/outside", low <= value <= high, criterion="-0.55 ≤ value ≤ -0.45", ref="book, r",
+                         label="r", value=value)
+    claims.close("demo/close", [1.0, 2.0 + 1e-9], [1.0, 2.0], rtol=1e-8, precision_reason="float64: 1e-8",
+                 ref="book, r", label="r")
+    with pytest.raises(AssertionError):
+        claims.close("demo/far", [1.0, 2.0 + 1e-7], [1.0, 2.0], rtol=1e-8, precision_reason="float64: 1e-8",
+                     ref="book, r", label="r")
     records = claims.read_ledgers(ledger.parent)["99-test"]
-    assert [r["status"] for r in records] == ["passed", "failed", "passed", "failed", "passed"]
+    assert [r["status"] for r in records] == ["passed", "failed", "passed", "failed", "passed", "failed"]
+    assert [r["kind"] for r in records] == ["bound", "bound", "condition", "condition", "close", "close"]
 
 
 def test_start_validates(tmp_path, monkeypatch):

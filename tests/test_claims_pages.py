@@ -92,7 +92,8 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
         claims.rate("prop-2.3/relu-rate", m, m**-0.75 * np.exp(0.01 * np.sin(m)), predicted=-0.75,
                     window=(-0.85, -0.65), rivals={"m^-1/2": -0.5}, allowance="±0.1", ref="book, ReLU kernel change",
                     label="prop-2-3", erratum="The paper's rate m^-1/2 does not hold for ReLU: it is m^-3/4.")
-        claims.check("legacy/check", True, ref="Prop. 2.3", n=1)
+        claims.condition("prop-2.3/condition", True, criterion="the widths increase", ref=f"{P}, Prop. 2.3",
+                         label="prop-2-3", n=1)
         if unknown_ref:
             claims.bound("x/unknown", [1.0], [2.0], ref=f"{P}, Thm 9.9", label="prop-2-3")
     finally:
@@ -133,6 +134,10 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
         _write_ledger(led, unknown_ref=True)
     elif ledger == "empty-file":
         (led / "01-chapter.jsonl").write_text("")
+    elif ledger == "corrupt":
+        _write_ledger(led)
+        with (led / "01-chapter.jsonl").open("a") as f:
+            f.write('{"claim": "cut/short", "status": "pas\n')
     (src / "conf.py").write_text(textwrap.dedent(f"""\
         import sys
         sys.path.insert(0, {str(EXT)!r})
@@ -170,7 +175,7 @@ def test_ledger_page_lists_every_claim_of_the_build(site):
     out, warnings = site
     assert "ntkbook" not in warnings, warnings
     page = (out / "claims-ledger.html").read_text()
-    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/relu-rate", "legacy/check"):
+    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/relu-rate", "prop-2.3/condition"):
         assert claim in page
     assert "4 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
     assert "1 identity shown as illustrations, not counted as evidence" in page and "identity, illustration" in page
@@ -185,13 +190,13 @@ def test_index_rows_are_joined_with_their_claims(site):
     page = (out / "index-of-results.html").read_text()
     row = page[page.index("Prop. 2.3"):page.index("supp. Lemma F.1")]
     assert 'href="01-chapter.html#prop-2-3"' in row
-    assert "prop-2.3/bound-holds" in row and "prop-2.3/identity" in row
+    assert "prop-2.3/bound-holds" in row and "prop-2.3/identity" in row and "prop-2.3/condition" in row
     assert "prop-2.3/relu-rate" not in row  # its ref is the book's own result
     assert "norms.norm_221" in row
     assert "not covered: A random-matrix fact used in a proof; not measured." in page
     own = page[page.index("own results"):]
     assert "ReLU kernel change" in own and "prop-2.3/relu-rate" in own
-    assert "legacy/check" in page[page.index("not in the index"):]
+    assert "not in the index" not in page  # every claim's ref names a row or is the book's own
 
 
 def test_errata_page_lists_the_claims_with_an_erratum(site):
@@ -226,6 +231,14 @@ def test_missing_or_empty_ledger_fails_the_build(tmp_path):
     assert "its ledger is empty" in warnings
 
 
+def test_a_corrupt_ledger_stops_the_build(tmp_path):
+    from sphinx.errors import SphinxError
+
+    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 5 is not valid JSON") as info:
+        build(tmp_path, ledger="corrupt")
+    assert "corrupt" in str(info.value)
+
+
 def test_a_chapter_not_executed_for_this_build_needs_no_claims(tmp_path):
     out, warnings = build(tmp_path, ledger="none", executed=False)
     assert "ledger incomplete" not in warnings
@@ -234,10 +247,12 @@ def test_a_chapter_not_executed_for_this_build_needs_no_claims(tmp_path):
     assert "not executed for this build" in (out / "01-chapter.html").read_text()
 
 
-def test_a_typed_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
-    _, warnings = build(tmp_path, ledger="unknown-ref")
+def test_a_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
+    out, warnings = build(tmp_path, ledger="unknown-ref")
     assert "ref 'Liu–Zhu–Belkin 2020, Thm 9.9' names no row of the index" in warnings
-    assert "legacy/check" not in warnings  # legacy refs are listed, not warned about
+    assert "names no row" not in warnings.replace("ref 'Liu–Zhu–Belkin 2020, Thm 9.9' names no row", "")
+    page = (out / "index-of-results.html").read_text()
+    assert "x/unknown" in page[page.index("not in the index"):]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,6 +299,6 @@ def test_every_claim_ref_in_a_ledger_names_a_row_of_the_index():
     for d in dirs:
         for stem, recs in claims.read_ledgers(d).items():
             unknown += [f"{stem}: {r['claim']} → {r['ref']!r}" for r in recs
-                        if r.get("kind") != "legacy" and not claims.is_book_ref(str(r.get("ref")))
+                        if not claims.is_book_ref(str(r.get("ref")))
                         and r.get("ref") not in refs]
     assert not unknown, "claims whose ref names no index row:\n" + "\n".join(unknown)

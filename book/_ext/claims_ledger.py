@@ -189,8 +189,7 @@ def counts(records: list[dict[str, Any]]) -> dict[str, int]:
     """passed / failed / inconclusive among evidence (identities counted apart as illustrations)."""
     c = Counter(r.get("status") for r in records if r.get("kind") != "identity")
     return {"passed": c["passed"], "failed": c["failed"], "inconclusive": c["inconclusive"],
-            "illustrations": sum(r.get("kind") == "identity" for r in records),
-            "legacy": sum(r.get("kind") == "legacy" for r in records)}
+            "illustrations": sum(r.get("kind") == "identity" for r in records)}
 
 
 def note_generated_page(env: Any, attr: str) -> None:
@@ -304,9 +303,6 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
         if total["illustrations"]:
             text += (f"; {plural(total['illustrations'], 'identity', 'identities')} shown as illustrations, "
                      "not counted as evidence")
-        if total["legacy"]:
-            text += (f"; {plural(total['legacy'], 'legacy check')} (a condition without the typed criterion of "
-                     "a bound, rate or closeness claim)")
         content.append(nodes.paragraph(text=text + "."))
     else:
         content.append(nodes.paragraph(text="No chapter with check cells was executed for this build, so this "

@@ -197,7 +197,7 @@ def index_problems(app: Sphinx) -> list[str]:
     if papers:
         for stem, rec in all_records(app):
             ref = str(rec.get("ref", ""))
-            if rec.get("kind") != "legacy" and not is_book_ref(ref) and ref not in refs:
+            if not is_book_ref(ref) and ref not in refs:
                 problems.append(f"claim {rec.get('claim')!r} of {stem}: ref {ref!r} names no row of the index")
         if app.config.ntkbook_index_strict:
             claimed = {str(r.get("ref")) for _, r in all_records(app)}
@@ -320,8 +320,8 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     if unknown:
         section = nodes.section(ids=["results-unindexed"])
         section += nodes.title(text="Claims whose reference is not in the index")
-        section += nodes.paragraph(text="Legacy checks cite results in an older form; a typed claim listed here is an "
-                                        "error of the claim or of the index data.")
+        section += nodes.paragraph(text="Every claim listed here is an error of the claim or of the index data "
+                                        "(the build warns about each).")
         rows = [[nodes.paragraph(text=ref), _claims_cell(recs, None)] for ref, recs in unknown]
         section += make_table(["reference as recorded", "claims in this build"], rows, [30, 70], ["ntkbook-index"])
         content.append(section)
