@@ -1,11 +1,11 @@
-"""Convolutional networks whose width is the channel count — Section 3.3.3 and Eq. (73)–(76) of the
-supplement to Liu, Zhu & Belkin (2020) (Appendix H.1).
+"""Convolutional networks whose width is the channel count — Section 3.3.3 and Eq. 90–93 of Liu, Zhu &
+Belkin (2020), App. G.1 of the main text (supp. Eq. 73–76, supp. App. H.1).
 
 A convolutional layer maps an "image" α⁽ˡ⁻¹⁾ ∈ ℝ^{Q × m_{l−1}} (Q pixels in a fixed spatial grid,
 m_{l−1} channels) to α⁽ˡ⁾ ∈ ℝ^{Q × m_l}:
 
 α̃⁽ˡ⁾ = W⁽ˡ⁾ ∗ α⁽ˡ⁻¹⁾ / √(K m_{l−1}),   α⁽ˡ⁾ = σ(α̃⁽ˡ⁾),
-(W ∗ α)_{q,i} = Σ_{k ∈ kernel} Σ_j W_{k,j,i} α_{q+k−c, j}     (Eq. 74, zeros outside the image),
+(W ∗ α)_{q,i} = Σ_{k ∈ kernel} Σ_j W_{k,j,i} α_{q+k−c, j}     (Eq. 91 of the main text, supp. Eq. 74; zeros outside the image),
 
 with K the number of kernel positions (e.g. 3 × 3 = 9) and c the kernel centre ("same" padding, stride
 1).  The output layer is linear in the last hidden image, f = vᵀ vec(α⁽ᴸ⁾)/√(Q m_L), as in Eq. (19).
@@ -43,7 +43,7 @@ def _dimension_numbers(ndim: int) -> tuple[str, str, str]:
 
 
 def conv(a: Array, w: Array) -> Array:
-    """W ∗ α / √(K m_in) with "same" zero padding and stride 1 (Eq. 73–74).
+    """W ∗ α / √(K m_in) with "same" zero padding and stride 1 (Eq. 90–91 of the main text, supp. Eq. 73–74).
 
     Args:
         a: ``(n, *spatial, m_in)`` images.
@@ -151,7 +151,7 @@ def conv_net(
     if len(kernel) != len(spatial):
         raise ValueError(f"kernel_size must have one entry per spatial dimension ({len(spatial)}), got {kernel}")
     if any(k % 2 == 0 for k in kernel):
-        raise ValueError(f"kernel_size must be odd (centred filters, Eq. 74), got {kernel}")
+        raise ValueError(f"kernel_size must be odd (centred filters, Eq. 91), got {kernel}")
     if len(spatial) > len(_SPATIAL_NAMES):
         raise ValueError(f"spatial: at most {len(_SPATIAL_NAMES)} spatial dimensions, got {len(spatial)}")
     input_channels = V.positive_int("input_channels", input_channels)

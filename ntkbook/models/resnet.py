@@ -1,5 +1,5 @@
-"""Residual network with a linear output layer — Eq. (80) of the supplement to Liu, Zhu & Belkin
-(2020) (Appendix G.2 of the arXiv version, Appendix H.2 of the supplementary material).
+"""Residual network with a linear output layer — Eq. 97 of Liu, Zhu & Belkin (2020), App. G.2 of the main
+text (supp. Eq. 80, supp. App. H.2).
 
 α⁽¹⁾ = σ(W⁽¹⁾x/√d),
 α⁽ˡ⁾ = σ(α̃⁽ˡ⁾) + α⁽ˡ⁻¹⁾,  α̃⁽ˡ⁾ = W⁽ˡ⁾α⁽ˡ⁻¹⁾/√m,   l = 2, …, L,
@@ -30,7 +30,7 @@ from .dense import ForwardPass
 @jax.tree_util.register_dataclass
 @dataclass(frozen=True, eq=False)
 class ResNet:
-    """Fully connected residual network of Eq. (80) (supplement, Appendix H.2).
+    """Fully connected residual network of Eq. 97 (main text, App. G.2; supp. Eq. 80).
 
     Trainable parameters ``{"layers": [{"W": (m, d)}, {"W": (m, m)}, ...], "v": (m, k)}`` (the same
     layout as :class:`~ntkbook.models.dense.MLP`); with a fixed output layer ``v`` lives on the model
