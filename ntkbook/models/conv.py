@@ -5,7 +5,7 @@ A convolutional layer maps an "image" α⁽ˡ⁻¹⁾ ∈ ℝ^{Q × m_{l−1}} (
 m_{l−1} channels) to α⁽ˡ⁾ ∈ ℝ^{Q × m_l}:
 
 α̃⁽ˡ⁾ = W⁽ˡ⁾ ∗ α⁽ˡ⁻¹⁾ / √(K m_{l−1}),   α⁽ˡ⁾ = σ(α̃⁽ˡ⁾),
-(W ∗ α)_{q,i} = Σ_{k ∈ kernel} Σ_j W_{k,j,i} α_{q+k−c, j}     (Eq. 91 of the main text, supp. Eq. 74; zeros outside the image),
+(W ∗ α)_{q,i} = Σ_{k ∈ kernel} Σ_j W_{k,j,i} α_{q+k−c, j}   (Eq. 91; supp. Eq. 74; zeros outside),
 
 with K the number of kernel positions (e.g. 3 × 3 = 9) and c the kernel centre ("same" padding, stride
 1).  The output layer is linear in the last hidden image, f = vᵀ vec(α⁽ᴸ⁾)/√(Q m_L), as in Eq. (19).
