@@ -168,7 +168,7 @@ def _top_eig_sym(matvec, n: int) -> float:
     return float(res.value)
 
 
-def _spectral_norm(a: np.ndarray) -> float:
+def largest_singular_value(a: np.ndarray) -> float:
     """Largest singular value of a (float64), as √λ_max(AᵀA) with AᵀA applied matrix-free."""
     return math.sqrt(max(_top_eig_sym(lambda v: a.T @ (a @ v), a.shape[1]), 0.0))
 
@@ -215,7 +215,7 @@ def layer_factors(model: MLP | ResNet, params: PyTree, x: Any) -> dict[str, np.n
         ja = d1[:, None] * w / math.sqrt(n)
         if residual:
             ja = ja + np.eye(m, n)
-        out["ja"][i] = _spectral_norm(ja)
+        out["ja"][i] = largest_singular_value(ja)
         c, e = d2 / n, d1 / math.sqrt(n)
         ce, ee = w.T @ (c * e), float(e @ e)
         c2, cabs = (c**2)[:, None], np.abs(d2)[:, None]
@@ -242,7 +242,7 @@ def a_priori_layer_jacobian(model: MLP | ResNet, params0: PyTree, params: PyTree
         w0 = np.asarray(params0["layers"][i]["W"], dtype=np.float64)
         dw = np.asarray(params["layers"][i]["W"], dtype=np.float64) - w0
         lip = model.activations[i].lipschitz
-        out[i] = lip * (_spectral_norm(w0) + np.linalg.norm(dw)) / math.sqrt(w0.shape[1])
+        out[i] = lip * (largest_singular_value(w0) + np.linalg.norm(dw)) / math.sqrt(w0.shape[1])
         if isinstance(model, ResNet):
             out[i] += 1.0
     return out
@@ -692,6 +692,7 @@ __all__ = [
     "gd_checkpoints",
     "hessian_bounds",
     "kernel_at_input",
+    "largest_singular_value",
     "layer_factors",
     "layer_tensors",
     "project_to_ball",
