@@ -19,12 +19,10 @@ A reproduction registers itself with :func:`register`; the modules of the packag
 from __future__ import annotations
 
 import importlib
-import json
 import os
 import pkgutil
 import tempfile
 import time
-import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -174,45 +172,15 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-class PieceCache:
-    """Finished pieces of one legacy (reproduction, scale, settings), one checksummed JSON file each."""
-
-    def __init__(self, directory: Path):
-        self.directory = Path(directory)
-
-    def path(self, piece: Piece) -> Path:
-        return self.directory / f"{digest(piece)[:24]}.json"
-
-    def load(self, piece: Piece) -> dict[str, Any] | None:
-        """The cached result of ``piece``, or None if absent or corrupted (corrupted files are removed)."""
-        path = self.path(piece)
-        if not path.exists():
-            return None
-        try:
-            record = json.loads(path.read_text())
-            ok = record["piece"] == to_jsonable(piece) and record["sha256"] == digest(record["result"])
-        except (OSError, ValueError, KeyError, TypeError):
-            ok = False
-        if not ok:
-            warnings.warn(f"corrupted cache file {path} is ignored and its piece recomputed", stacklevel=2)
-            path.unlink(missing_ok=True)
-            return None
-        return record["result"]
-
-    def save(self, piece: Piece, result: dict[str, Any]) -> None:
-        result = to_jsonable(result)
-        atomic_write_json(self.path(piece), {"piece": piece, "sha256": digest(result), "result": result})
-
-
 def _run_legacy(reproduction: Reproduction, scale: str, settings: Any, out: Any, resume: bool,
                 plot: bool) -> dict[str, Any]:
     name = reproduction.name
     start = time.perf_counter()
     items = reproduction.pieces(settings)
     cache = None
-    if out is not None:
+    if out is not None:  # the sweep engine's piece cache: a legacy piece's result is stored as its "columns"
         out = Path(out)
-        cache = PieceCache(out / ".cache" / name / f"{scale}-{digest(settings.as_dict())[:12]}")
+        cache = sweeps.PieceCache(out / ".cache" / name / f"{scale}-{digest(settings.as_dict())[:12]}")
     results, cached, compute_seconds = [], 0, 0.0
     for item in progress(items, desc=name, total=len(items)):
         result = cache.load(item) if (cache is not None and resume) else None
@@ -221,7 +189,7 @@ def _run_legacy(reproduction: Reproduction, scale: str, settings: Any, out: Any,
             result = to_jsonable(reproduction.compute(item, settings))
             result["_seconds"] = time.perf_counter() - t0
             if cache is not None:
-                cache.save(item, result)
+                cache.save(item, result, result["_seconds"])
         else:
             cached += 1
         compute_seconds += float(result.get("_seconds", 0.0))

@@ -144,7 +144,7 @@ def test_killed_command_resumes_without_recomputing(tmp_path):
     assert 3 <= len(finished) < 10 and not (out / "one-hidden-layer.json").exists()
     for p in finished:  # a kill during a write can leave a stray .tmp file, never a partial piece
         record = json.loads(p.read_text())
-        assert record["sha256"] == records.digest(record["result"])
+        assert record["sha256"] == records.digest(record["columns"])  # the sweep engine's piece-cache format
 
     subprocess.run([*cmd, "--out", str(out)], env=env, check=True, capture_output=True)
     resumed = json.loads((out / "one-hidden-layer.json").read_text())
