@@ -422,11 +422,11 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
     rows = []
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
         keys = jnp.stack([fold_key(key, m, s) for s in range(settings.seeds)])
-        out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
-                                      float(settings.lr_factor), int(settings.lanczos_steps))
         for name in ("ntk", "lecun"):
-            row = {k: np.array(v) for k, v in out[name].items() if k != "hessian"}
-            h = refined_hessian_norms(out[name]["hessian"], keys, x, int(m), activation, name)
+            out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
+                                          float(settings.lr_factor), int(settings.lanczos_steps), name)
+            row = {k: np.array(v) for k, v in out.items() if k != "hessian"}
+            h = refined_hessian_norms(out["hessian"], keys, x, int(m), activation, name)
             row["hessian_norm"], row["lanczos_residual"] = h.value, h.residual
             row["ratio"] = row["kernel_norm"] / row["hessian_norm"]
             row["width"] = np.full(settings.seeds, int(m))
@@ -442,8 +442,12 @@ def _output_at(params: PyTree, model: Any, x: Array) -> Array:
     return model.apply(params, x[None])[0]
 
 
-@partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps"))
-def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos_steps):
+@partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps", "parameterization"))
+def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos_steps, parameterization):
+    # One compiled function per parameterization.  With both parameterizations in one program, XLA's
+    # CPU runtime (jaxlib 0.10.2) deadlocked at m = 1024: every worker thread idle, the caller waiting
+    # for a result that never came (reproduced 4 times, with and without async dispatch); compiled
+    # separately, each finishes in about 20 s.
     def measure(model, params):
         k0 = empirical_ntk(model.apply, params, x)
         lam = lambda_max(k0)
@@ -454,7 +458,9 @@ def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos
 
     def one(key):
         model, params = mlp(key, (m, m), input_dim=x.shape[1], activation=activation)
-        return {"ntk": measure(model, params), "lecun": measure(*to_lecun(model, params))}
+        if parameterization == "lecun":
+            model, params = to_lecun(model, params)
+        return measure(model, params)
 
     return jax.vmap(one)(keys)
 
