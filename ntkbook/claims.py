@@ -483,12 +483,15 @@ def _closeness(value: Any, reference: Any, rtol: float, atol: float) -> tuple[bo
     tol = atol + rtol * np.abs(b)
     ok = bool(np.all(err <= tol))
     with np.errstate(divide="ignore", invalid="ignore"):
-        rel = np.where(b != 0, err / np.abs(b), np.where(err == 0, 0.0, np.inf))
         used = np.where(tol > 0, err / tol, np.where(err == 0, 0.0, np.inf))
+    # the worst relative error over the elements whose reference is not 0 (None when it is 0 everywhere)
+    nonzero = b != 0
+    max_rel = quantize(float(np.max(err[nonzero] / np.abs(b[nonzero]))), TOLERANCE_RESOLUTION * rtol) \
+        if np.any(nonzero) else None
     r = TOLERANCE_RESOLUTION
     return ok, round_floats({"elements": int(a.size),
                              "max_abs_error": quantize(np.max(err), r * float(np.max(tol))),
-                             "max_rel_error": quantize(np.max(rel), r * rtol),
+                             "max_rel_error": max_rel,
                              "tolerance_used": quantize(np.max(used), r), "rtol": rtol, "atol": atol})
 
 
@@ -497,8 +500,10 @@ def _closeness_text(values: Mapping[str, Any]) -> str:
     if values["atol"]:
         tol = f"{fmt(values['atol'])} + " + tol
     n = values["elements"]
+    rel = values["max_rel_error"]
+    rel = "undefined (reference 0)" if rel is None else fmt(rel)
     return (f"|value − reference| ≤ {tol} on {n} element{'s' if n != 1 else ''}; worst relative error "
-            f"{fmt(values['max_rel_error'])}, worst absolute error {fmt(values['max_abs_error'])} "
+            f"{rel}, worst absolute error {fmt(values['max_abs_error'])} "
             f"({fmt(values['tolerance_used'])} of the tolerance)")
 
 

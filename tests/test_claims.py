@@ -418,3 +418,15 @@ def test_fit_geometric_rate():
     assert fitting.fit_geometric_rate(t, 3.0 * 0.9**t) == pytest.approx(0.9, rel=1e-12)
     with pytest.raises(ValueError, match="positive"):
         fitting.fit_geometric_rate([1, 2], [1.0, 0.0])
+
+
+
+def test_close_against_a_zero_reference_reports_no_relative_error(ledger, capsys):
+    claims.close("c/zero-reference", [0.0, 1e-9], [0.0, 0.0], rtol=1e-6, atol=1e-8,
+                 precision_reason="float64 sums: 1e-8", ref=P20, label="prop-2-3")
+    claims.close("c/mixed-reference", [1e-9, 2.0], [0.0, 1.0], rtol=2.0, atol=1e-8,
+                 precision_reason="float64 sums: 1e-8", ref=P20, label="prop-2-3")
+    zero, mixed = lines(ledger)
+    assert zero["status"] == "passed" and zero["measured"]["max_rel_error"] is None
+    assert "worst relative error undefined (reference 0)" in capsys.readouterr().out
+    assert mixed["measured"]["max_rel_error"] == 1.0  # |2 − 1|/1; the zero-reference element is left out
