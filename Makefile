@@ -13,7 +13,7 @@ export NTKBOOK_PROGRESS ?= 0
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/jax-cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0.1
 
-.PHONY: env browser book book-fresh book-student test bench preview lint sync format clean
+.PHONY: env browser book book-fresh book-student read-book test bench preview lint sync format clean
 
 env: $(STAMP)
 
@@ -71,6 +71,11 @@ test: $(STAMP) browser
 	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs 2
 	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest tests/test_book.py $(EXECUTED)/book tests \
 	  --nbval-lax -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+
+## make read-book: the page reader of make test (headless Chromium, both widths, screenshots in
+## _build/test-artifacts/) on the book that the last `make book` built, at the scale it was built
+read-book: $(STAMP) browser
+	NTKBOOK_BUILT_BOOK=$(CURDIR) $(BIN)/python -m pytest tests/test_book.py -k page_in_a_real_browser -p no:xdist $(PYTEST_ARGS)
 
 ## make preview NB=book/NN-name.ipynb: build the book in a temp dir executing only that chapter (ci scale);
 ## the chapter is added to the table of contents if it is not listed yet

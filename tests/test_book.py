@@ -19,6 +19,11 @@ chapter with claims.  Full-page screenshots at both widths are kept under
 ``_build/test-artifacts/screenshots/``.  ``test_reader_catches_planted_defects`` builds a tiny book with
 one defect planted per page and shows that each is caught (and the clean page passes).  The student
 edition (``hide_solutions``) is checked to contain no solution.
+
+``make read-book`` runs the page reader (``test_page_in_a_real_browser``) on the book that the last
+``make book`` built instead (``$NTKBOOK_BUILT_BOOK`` = the checkout: its ``_build/html``, the executed
+chapters in ``_build/jupyter_execute`` and the claims ledger of its execution cache), at whatever scale
+that build ran.
 """
 
 from __future__ import annotations
@@ -88,7 +93,10 @@ def build(out: Path, *, student: bool = False, strict: bool = True) -> Path:
 @pytest.fixture(scope="module")
 def executed(tmp_path_factory):
     """The book copied to a directory with every chapter executed there once at ci scale, and
-    ``{stem: {"seconds", "error"}}``: from ``make test`` ($NTKBOOK_EXECUTED_DIR) or executed now."""
+    ``{stem: {"seconds", "error"}}``: from ``make test`` ($NTKBOOK_EXECUTED_DIR) or executed now
+    (nothing with ``$NTKBOOK_BUILT_BOOK``: the pages of that build are read as they are)."""
+    if os.environ.get("NTKBOOK_BUILT_BOOK"):
+        return None, {}
     given = os.environ.get("NTKBOOK_EXECUTED_DIR")
     if given:
         out = Path(given)
@@ -105,6 +113,8 @@ def ledger_records(out: Path, stem: str) -> list[dict]:
 @pytest.mark.parametrize("stem", NOTEBOOK_STEMS)
 def test_notebook_runs_at_ci_scale(executed, stem):
     out, results = executed
+    if out is None:
+        pytest.skip("$NTKBOOK_BUILT_BOOK: reading the pages of a `make book` build, nothing executed here")
     assert results[stem]["error"] is None, f"the notebook failed:\n{results[stem]['error']}"
     records = ledger_records(out, stem)
     assert records, "the notebook recorded no claims"
@@ -131,8 +141,29 @@ def serve(html: Path):
     return server, f"http://127.0.0.1:{server.server_address[1]}"
 
 
+def built_book(root: Path, out: Path) -> tuple[Path, Path]:
+    """``(html, out)`` for the book ``make book`` built in checkout ``root``: ``out/book`` holds its executed
+    chapters and ``out/ledger`` the claims ledger of the execution cache it was built from."""
+    html = root / "_build" / "html"
+    executed_dir = root / "_build" / "jupyter_execute" / "book"
+    ledgers = [p / "ledger" for p in (root / "_build" / ".jupyter_cache").glob("*-*") if (p / "ledger").is_dir()]
+    if not (html / "index.html").exists() or not executed_dir.is_dir() or len(ledgers) != 1:
+        pytest.fail(f"$NTKBOOK_BUILT_BOOK={root}: no finished `make book` there (need _build/html, "
+                    f"_build/jupyter_execute/book and one execution cache with a ledger; found {len(ledgers)})")
+    shutil.copytree(executed_dir, out / "book", ignore=shutil.ignore_patterns("*.py", "*.png"))
+    shutil.copytree(ledgers[0], out / "ledger")
+    return html, out
+
+
 @pytest.fixture(scope="module")
-def site(executed):
+def site(executed, tmp_path_factory):
+    given = os.environ.get("NTKBOOK_BUILT_BOOK")
+    if given:
+        html, out = built_book(Path(given).resolve(), tmp_path_factory.mktemp("built"))
+        server, base = serve(html)
+        yield html, base, out
+        server.shutdown()
+        return
     out, results = executed
     failed = sorted(stem for stem, r in results.items() if r["error"])
     assert not failed, f"notebooks that failed (see their own tests): {failed}"
