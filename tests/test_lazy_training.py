@@ -205,19 +205,30 @@ def test_to_lecun_and_identities():
 
 
 def test_parameterization_sweep_small():
-    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(16, 32), seeds=1, num_inputs=6, radius=3.0,
-                                                            steps=50, lr_factor=1.5, lanczos_steps=20)
+    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(16,), seeds=2, num_inputs=6, radius=3.0,
+                                                            steps=50, lr_factor=1.5, lanczos_steps=40)
     r = lt.parameterization_sweep(cfg, jax.random.key(5))
     assert list(r) == list(lt.PARAMETERIZATION_FIELDS) and r["width"].shape == (4,)
     ntk, lec = r["parameterization"] == "ntk", r["parameterization"] == "lecun"
     assert np.all(r["kernel_norm"][lec] > 5 * r["kernel_norm"][ntk])  # K̄ ≈ m (K − K₁) + d K₁
     np.testing.assert_allclose(r["ratio"], r["kernel_norm"] / r["hessian_norm"], rtol=1e-6)
+    # seed 0 of each parameterization against the MLP of that parameterization (to_lecun): kernel, dense Hessian
+    x, _ = circle_data(6, radius=3.0)
+    for i in np.flatnonzero(r["seed"] == 0):
+        name, seed = r["parameterization"][i], r["seed"][i]
+        model, params = mlp(fold_key(jax.random.key(5), 16, int(seed)), (16, 16), input_dim=2, activation="tanh")
+        if name == "lecun":
+            model, params = lt.to_lecun(model, params)
+        kernel = np.linalg.eigvalsh(np.asarray(empirical_ntk(model.apply, params, x), np.float64))[-1]
+        dense = dense_spectral_norm(lambda p, model=model: model.apply(p, x[:1])[0], params)
+        assert r["kernel_norm"][i] == pytest.approx(kernel, rel=1e-5)
+        assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-4)
 
 
 def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
     """With 2 fixed Lanczos steps the values are poor; every one is recomputed by the restarted
     solver and then agrees with the dense Hessian's spectral norm (float64)."""
-    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(6,), seeds=2, num_inputs=4, radius=3.0, steps=5,
+    cfg = scales.get("lazy_parameterization", "ci").replace(widths=(6,), seeds=1, num_inputs=4, radius=3.0, steps=5,
                                                             lr_factor=1.0, lanczos_steps=2)
     with jax.enable_x64(True):
         r = lt.parameterization_sweep(cfg, jax.random.key(3))

@@ -335,9 +335,11 @@ COMMON_KEYS = {"name", "scale", "settings", "seconds", "backend", "devices"}
 
 @pytest.mark.parametrize("name", ["nonlinear-output", "bottleneck"])
 def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
-    # the ci table's settings with short step caps (the runs stop at the cap, hence the warning)
+    # the ci table's settings with short step caps (the runs stop at the cap, hence the warning), and two
+    # small sizes (the JSON layout and the resume do not depend on how many or how large)
     original = scales.get
-    short = {"max_steps": 40, "swish_max_steps": 30} if name == "nonlinear-output" else {"max_steps": 40}
+    short = ({"max_steps": 40, "swish_max_steps": 30, "widths": (10, 20), "trajectory_width": 20}
+             if name == "nonlinear-output" else {"max_steps": 40, "width": 100, "bottleneck_widths": (3, 10)})
     monkeypatch.setattr(scales, "get", lambda experiment, scale: original(experiment, scale).replace(**short))
     with pytest.warns(UserWarning, match="step cap"):
         first = reproduce.run(name, "ci", tmp_path)

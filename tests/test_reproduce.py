@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 
 import pytest
@@ -122,33 +123,46 @@ def test_command_line_list_and_errors():
     assert bad.returncode == 2 and "expected one of 'ci', 'book', 'paper'" in bad.stderr
 
 
+# `python -m ntkbook reproduce one-hidden-layer --scale ci` (the command line's own entry point) with the ci
+# sweep cut to two small widths, three seeds and one input: six real pieces (width, seed), in that order.
+# The first new width compiles the solver, so the run pauses there between pieces 3 and 4, where the test
+# kills it; the resumed numbers are compared with an uninterrupted run.
+_TINY_CLI = textwrap.dedent("""
+    import sys
+    from ntkbook import cli, scales
+    ci = scales.TABLE["one_hidden_layer"]["ci"]
+    scales.TABLE["one_hidden_layer"]["ci"] = ci.replace(widths=(8, 16), seeds=3, inputs=(1.0,))
+    sys.exit(cli.main(sys.argv[1:]))
+""")
+
+
 def test_killed_command_resumes_without_recomputing(tmp_path):
-    """Kill `python -m ntkbook reproduce` mid-run; the rerun reuses every finished piece, and the result
+    """Kill the reproduction command mid-run; the rerun reuses every finished piece, and the result
     is identical to an uninterrupted run."""
     import os
     import signal
     import time
 
     env = os.environ | {"NTKBOOK_PROGRESS": "0"}
-    cmd = [sys.executable, "-m", "ntkbook", "reproduce", "one-hidden-layer", "--scale", "ci"]
+    cmd = [sys.executable, "-c", _TINY_CLI, "reproduce", "one-hidden-layer", "--scale", "ci"]
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([*cmd, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
     cache = out / ".cache" / "one-hidden-layer"
     while time.time() < deadline and len(list(cache.glob("*/*.json"))) < 3:
         assert proc.poll() is None, "the run finished before it could be interrupted"
-        time.sleep(0.05)
+        time.sleep(0.01)
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     finished = {p: p.stat().st_mtime_ns for p in cache.glob("*/*.json")}
-    assert 3 <= len(finished) < 10 and not (out / "one-hidden-layer.json").exists()
+    assert 3 <= len(finished) < 6 and not (out / "one-hidden-layer.json").exists()
     for p in finished:  # a kill during a write can leave a stray .tmp file, never a partial piece
         record = json.loads(p.read_text())
         assert record["sha256"] == records.digest(record["columns"])  # the sweep engine's piece-cache format
 
     subprocess.run([*cmd, "--out", str(out)], env=env, check=True, capture_output=True)
     resumed = json.loads((out / "one-hidden-layer.json").read_text())
-    assert resumed["cached_pieces"] == len(finished)
+    assert resumed["pieces"] == 6 and resumed["cached_pieces"] == len(finished)
     assert all(p.stat().st_mtime_ns == t for p, t in finished.items()), "finished pieces were rewritten"
 
     fresh = tmp_path / "fresh"

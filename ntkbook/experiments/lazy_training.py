@@ -413,7 +413,8 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
     residual of the returned Ritz pair; values with a residual above ``LANCZOS_RESIDUAL_TOL`` are
     recomputed by the restarted solver), ``ratio`` = ‖K‖/‖H‖, and after training with
     η = ``lr_factor``/λ_max(K) for ``steps`` steps: ``dist2`` = ‖w* − w₀‖ in the model's own
-    coordinates and ``max_residual`` = maxᵢ |f(w*; xᵢ) − yᵢ|.  One compiled function per width.
+    coordinates and ``max_residual`` = maxᵢ |f(w*; xᵢ) − yᵢ|.  One compiled function per width, shared by
+    both parameterizations (the LeCun network as the NTK one in the coordinates of Eq. 35).
 
     Settings: ``widths``, ``seeds``, ``num_inputs``, ``radius``, ``steps``, ``lr_factor``,
     ``lanczos_steps``.  Returns equal-length arrays, one entry per (width, seed, parameterization).
@@ -423,8 +424,9 @@ def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
     for m in progress(settings.widths, desc="widths", total=len(settings.widths)):
         keys = jnp.stack([fold_key(key, m, s) for s in range(settings.seeds)])
         for name in ("ntk", "lecun"):
-            out = _parameterization_width(keys, x, y, int(m), activation, int(settings.steps),
-                                          float(settings.lr_factor), int(settings.lanczos_steps), name)
+            out = _parameterization_width(keys, x, y, _coordinate_scales(int(m), x.shape[1], name), int(m),
+                                          activation, int(settings.steps), float(settings.lr_factor),
+                                          int(settings.lanczos_steps))
             row = {k: np.array(v) for k, v in out.items() if k != "hessian"}
             h = refined_hessian_norms(out["hessian"], keys, x, int(m), activation, name)
             row["hessian_norm"], row["lanczos_residual"] = h.value, h.residual
@@ -442,25 +444,50 @@ def _output_at(params: PyTree, model: Any, x: Array) -> Array:
     return model.apply(params, x[None])[0]
 
 
-@partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps", "parameterization"))
-def _parameterization_width(keys, x, y, m, activation, steps, lr_factor, lanczos_steps, parameterization):
-    # One compiled function per parameterization.  With both parameterizations in one program, XLA's
-    # CPU runtime (jaxlib 0.10.2) deadlocked at m = 1024: every worker thread idle, the caller waiting
-    # for a result that never came (reproduced 4 times, with and without async dispatch); compiled
-    # separately, each finishes in about 20 s.
-    def measure(model, params):
-        k0 = empirical_ntk(model.apply, params, x)
-        lam = lambda_max(k0)
-        h = hessian_spectral_norm(_output_at, params, args=(model, x[0]), method="fixed", num_steps=lanczos_steps)
-        p1 = _train_fixed(model.apply, params, x, y, lr_factor / lam, steps)["params"]
-        return {"kernel_norm": lam, "hessian": replace(h, eigenvector=None),
-                "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(model.apply(p1, x) - y))}
+def _coordinate_scales(m: int, input_dim: int, parameterization: str) -> tuple[Array, ...]:
+    """σ_l of Eq. (35) for the leaves (W⁽¹⁾, W⁽²⁾, v) of an (m, m) network: :func:`layer_scales` for
+    ``"lecun"``, ones for ``"ntk"`` (the NTK coordinates themselves)."""
+    fans = layer_scales(MLP(fixed_v=None, widths=(m, m), activations=(), input_dim=input_dim, output_dim=1,
+                            use_bias=False, parameterization="ntk"))
+    return tuple(jnp.float32(s if parameterization == "lecun" else 1.0) for s in fans)
 
+
+def _output_in_coordinates(params: PyTree, model: Any, scales: tuple[Array, ...], x: Array) -> Array:
+    """f̄(W̄; x) = f(W̄/σ; x) for one input: the NTK network ``model`` read in the coordinates W̄ = σ_l W⁽ˡ⁾
+    (Eq. 35; σ = ones gives f itself).  Gradients and Hessians in W̄ are those of Eq. (36)–(37)."""
+    return _apply_in_coordinates(model, scales)(params, x[None])[0]
+
+
+def _apply_in_coordinates(model: Any, scales: tuple[Array, ...]) -> Callable[[PyTree, Array], Array]:
+    def apply(params: PyTree, x: Array) -> Array:
+        *layers, v = scales
+        ntk = {"layers": [{"W": layer["W"] / s} for layer, s in zip(params["layers"], layers, strict=True)],
+               "v": params["v"] / v}
+        return model.apply(ntk, x)
+
+    return apply
+
+
+@partial(jax.jit, static_argnames=("m", "activation", "steps", "lanczos_steps"))
+def _parameterization_width(keys, x, y, scales, m, activation, steps, lr_factor, lanczos_steps):
+    # One compiled function per width, run once for each parameterization: the LeCun network is the NTK one
+    # read in the coordinates W̄ = σ_l W⁽ˡ⁾ (Eq. 35), f̄(W̄) = f(W̄/σ), with σ (``scales``) a traced argument
+    # (ones for NTK).  With both parameterizations in one program, XLA's CPU runtime (jaxlib 0.10.2)
+    # deadlocked at m = 1024: every worker thread idle, the caller waiting for a result that never came
+    # (reproduced 4 times, with and without async dispatch); one program per call finishes in about 20 s.
     def one(key):
-        model, params = mlp(key, (m, m), input_dim=x.shape[1], activation=activation)
-        if parameterization == "lecun":
-            model, params = to_lecun(model, params)
-        return measure(model, params)
+        model, p0 = mlp(key, (m, m), input_dim=x.shape[1], activation=activation)
+        *layers, v = scales
+        params = {"layers": [{"W": layer["W"] * s} for layer, s in zip(p0["layers"], layers, strict=True)],
+                  "v": p0["v"] * v}  # to_lecun's W̄ = σW when scales are σ
+        apply = _apply_in_coordinates(model, scales)
+        k0 = empirical_ntk(apply, params, x)
+        lam = lambda_max(k0)
+        h = hessian_spectral_norm(_output_in_coordinates, params, args=(model, scales, x[0]), method="fixed",
+                                  num_steps=lanczos_steps)
+        p1 = _train_fixed(apply, params, x, y, lr_factor / lam, steps)["params"]
+        return {"kernel_norm": lam, "hessian": replace(h, eigenvector=None),
+                "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(apply(p1, x) - y))}
 
     return jax.vmap(one)(keys)
 
