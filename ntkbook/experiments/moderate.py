@@ -52,6 +52,20 @@ Array = jax.Array
 MAX_WIDTH = 2_000_000
 """Largest width the sweeps add automatically (the thresholds of Lemma 6.7 and Theorem 3.2)."""
 
+PAD_WIDTH = 2**15
+"""The width sweeps of Lemmas 6.6–6.7 and Theorem 3.2 compute every width up to PAD_WIDTH in networks padded to
+the largest such width of the sweep (:func:`_padded_width`): one compiled draw and one compiled Gram matrix
+instead of one per width (at ci every width, thresholds included).  Padding changes no number beyond float64
+rounding of the sums over k: the padded rows of W are drawn and then zeroed, with v = 0 on them (JJᵀ) or their
+features masked to 0 (ΦΦᵀ), and the first k rows of a draw of K ≥ k rows are the draw of k rows (JAX's
+counter-based generator)."""
+
+
+def _padded_width(k: int, widths: Any) -> int:
+    """The width at which a sweep over ``widths`` computes width k (see :data:`PAD_WIDTH`)."""
+    small = [int(w) for w in widths if int(w) <= PAD_WIDTH]
+    return max(small) if k <= PAD_WIDTH else int(k)
+
 # ---------------------------------------------------------------------------------------------
 # The model of Eq. (1.1) and its Jacobian
 # ---------------------------------------------------------------------------------------------
@@ -80,6 +94,16 @@ def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
     """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n): the tangent kernel of
     :func:`tangent_model` (:func:`ntkbook.empirical_ntk`, structured path — J is never formed)."""
     return empirical_ntk(tangent_model(v, x.shape[1], activation).apply, {"w": w}, x)
+
+
+@partial(jax.jit, static_argnames=("k_pad", "d"))
+def _draw_rows(key: Array, k: int, k_pad: int, d: int) -> Array:
+    """W ~ N(0, 1) of shape (k, d), drawn as the first k rows of a (k_pad, d) draw, the rest zeroed (float64)."""
+    w = jax.random.normal(key, (k_pad, d), jnp.float64)
+    return jnp.where((jnp.arange(k_pad) < k)[:, None], w, 0.0)
+
+
+_gram = jax.jit(jacobian_gram, static_argnames="activation")
 
 
 def _eig_extremes(a: np.ndarray) -> tuple[float, float]:
@@ -126,9 +150,11 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
             k = V.positive_int("k", int(k))
             v = output_weights(k, y_norm, n, dtype=jnp.float64)
             v2 = float(jnp.sum(v**2))
+            k_pad = _padded_width(k, widths)
+            v_pad = jnp.pad(v, (0, k_pad - k))
             for s in range(settings.seeds):
-                w = jax.random.normal(jax.random.fold_in(k_w, s * 100_003 + k), (k, d), jnp.float64)
-                lo, hi = _eig_extremes(np.asarray(jacobian_gram(w, x, v, activation)))
+                w = _draw_rows(jax.random.fold_in(k_w, s * 100_003 + k), k, k_pad, d)
+                lo, hi = _eig_extremes(np.asarray(_gram(w, x, v_pad, activation)))
                 for name, value in (("k", k), ("seed", s), ("norm", math.sqrt(hi)),
                                     ("norm_bound", math.sqrt(k) * b * float(jnp.max(jnp.abs(v))) * norm_x),
                                     ("smin", math.sqrt(max(lo, 0.0))), ("smin_bound", math.sqrt(v2 * lam / 2)),
@@ -201,10 +227,10 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
         gamma = c.gamma
         gamma_bound = gamma**2 * kr.sigma_min_khatri_rao(xn) ** 2
 
-        @partial(jax.jit, static_argnames="k")
-        def features_gram(k_key, k):
-            w = jax.random.normal(k_key, (k, d), jnp.float64)
-            f = phi(x @ w.T)
+        @partial(jax.jit, static_argnames="k_pad")
+        def features_gram(k_key, k, k_pad):
+            w = jax.random.normal(k_key, (k_pad, d), jnp.float64)  # its first k rows: the draw of width k
+            f = jnp.where(jnp.arange(k_pad) < k, phi(x @ w.T), 0.0)  # padded features masked to 0
             return f @ f.T
 
         k_thr = n * math.log(n) ** 2 / lam_t
@@ -213,7 +239,8 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
         for k in progress(widths, desc="widths"):
             k = int(k)
             for s in range(settings.seeds):
-                lo, _ = _eig_extremes(np.asarray(features_gram(jax.random.fold_in(key, 1000 * s + k), k)))
+                gram = features_gram(jax.random.fold_in(key, 1000 * s + k), k, _padded_width(k, widths))
+                lo, _ = _eig_extremes(np.asarray(gram))
                 rows["k"].append(k)
                 rows["seed"].append(s)
                 rows["lam_min"].append(lo)
