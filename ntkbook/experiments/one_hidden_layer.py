@@ -43,8 +43,12 @@ def output_fn(activation: Activation):
 
 def closed_form_hessian_diagonal(model: ShallowNetwork, params: Any, x: float) -> Array:
     """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9); the off-diagonal entries are 0."""
-    w = params["w"][:, 0]
-    return model.v * model.activation.derivative(w * x, 2) * x**2 / math.sqrt(model.width)
+    return _eq9_diagonal(model.activation, model.v, params["w"][:, 0], x, math.sqrt(model.width))
+
+
+def _eq9_diagonal(activation: Activation, v: Array, w: Array, x: Any, root_m: Any) -> Array:
+    """vᵢ σ''(wᵢx) x² / √m (Eq. 9) with √m given (a padded network's true width)."""
+    return v * activation.derivative(w * x, 2) * x**2 / root_m
 
 
 def hessian_against_closed_form(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
@@ -147,7 +151,7 @@ def _piece_measures(activation: Activation):
     def kernel_and_closed(params, x, v, root_m):
         g = grad(params, x, v, root_m)
         w = params["w"][:, 0]
-        closed = v * activation.derivative(w * x, 2) * x**2 / root_m
+        closed = _eq9_diagonal(activation, v, w, x, root_m)
         return jnp.sum(g["w"] ** 2), jnp.max(jnp.abs(closed))
 
     def measures(params, xs, v, root_m):
