@@ -28,7 +28,7 @@ def test_spectral_norm_matches_dense_eigvalsh(x64, method, seed, widths, activat
 
 def test_thick_restart_path(x64):
     """A tiny basis forces several restarts; the answer must not change."""
-    fn, params = _mlp_fn(4, (30, 30))
+    fn, params = _mlp_fn(4, (12, 12))  # P = 192 ≫ the basis of 6
     ref = hessian.dense_spectral_norm(fn, params)
     res = nb.hessian_spectral_norm(fn, params, tol=1e-9, basis_size=6, max_iter=5000)
     assert res.converged and res.iterations > 6
@@ -134,7 +134,7 @@ def test_validation():
 def test_large_problem_path(x64, monkeypatch):
     """The path used for P ≥ eigen.CHUNK_MAX_SIZE (one step per round trip, bucketed rows), on a small P."""
     monkeypatch.setattr(eigen, "CHUNK_MAX_SIZE", 0)
-    fn, params = _mlp_fn(13, (25, 20))
+    fn, params = _mlp_fn(13, (10, 8))  # P = 118 ≫ the basis of 12
     ref = hessian.dense_spectral_norm(fn, params)
     res = nb.hessian_spectral_norm(fn, params, tol=1e-9, basis_size=12, max_iter=3000)
     assert res.converged and res.products == res.iterations + 1  # nothing wasted in this mode

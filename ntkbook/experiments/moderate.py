@@ -52,6 +52,20 @@ Array = jax.Array
 MAX_WIDTH = 2_000_000
 """Largest width the sweeps add automatically (the thresholds of Lemma 6.7 and Theorem 3.2)."""
 
+PAD_WIDTH = 2**15
+"""The width sweeps of Lemmas 6.6–6.7 and Theorem 3.2 compute every width up to PAD_WIDTH in networks padded to
+the largest such width of the sweep (:func:`_padded_width`): one compiled draw and one compiled Gram matrix
+instead of one per width (at ci every width, thresholds included).  Padding changes no number beyond float64
+rounding of the sums over k: the padded rows of W are drawn and then zeroed, with v = 0 on them (JJᵀ) or their
+features masked to 0 (ΦΦᵀ), and the first k rows of a draw of K ≥ k rows are the draw of k rows (JAX's
+counter-based generator)."""
+
+
+def _padded_width(k: int, widths: Any) -> int:
+    """The width at which a sweep over ``widths`` computes width k (see :data:`PAD_WIDTH`)."""
+    small = [int(w) for w in widths if int(w) <= PAD_WIDTH]
+    return max(small) if k <= PAD_WIDTH else int(k)
+
 # ---------------------------------------------------------------------------------------------
 # The model of Eq. (1.1) and its Jacobian
 # ---------------------------------------------------------------------------------------------
@@ -80,6 +94,16 @@ def jacobian_gram(w: Array, x: Array, v: Array, activation: str) -> Array:
     """J(W)J(W)ᵀ = (φ'(XWᵀ) diag(v)² φ'(WXᵀ)) ⊙ (XXᵀ), shape (n, n): the tangent kernel of
     :func:`tangent_model` (:func:`ntkbook.empirical_ntk`, structured path — J is never formed)."""
     return empirical_ntk(tangent_model(v, x.shape[1], activation).apply, {"w": w}, x)
+
+
+@partial(jax.jit, static_argnames=("k_pad", "d"))
+def _draw_rows(key: Array, k: int, k_pad: int, d: int) -> Array:
+    """W ~ N(0, 1) of shape (k, d), drawn as the first k rows of a (k_pad, d) draw, the rest zeroed (float64)."""
+    w = jax.random.normal(key, (k_pad, d), jnp.float64)
+    return jnp.where((jnp.arange(k_pad) < k)[:, None], w, 0.0)
+
+
+_gram = jax.jit(jacobian_gram, static_argnames="activation")
 
 
 def _eig_extremes(a: np.ndarray) -> tuple[float, float]:
@@ -126,9 +150,11 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
             k = V.positive_int("k", int(k))
             v = output_weights(k, y_norm, n, dtype=jnp.float64)
             v2 = float(jnp.sum(v**2))
+            k_pad = _padded_width(k, widths)
+            v_pad = jnp.pad(v, (0, k_pad - k))
             for s in range(settings.seeds):
-                w = jax.random.normal(jax.random.fold_in(k_w, s * 100_003 + k), (k, d), jnp.float64)
-                lo, hi = _eig_extremes(np.asarray(jacobian_gram(w, x, v, activation)))
+                w = _draw_rows(jax.random.fold_in(k_w, s * 100_003 + k), k, k_pad, d)
+                lo, hi = _eig_extremes(np.asarray(_gram(w, x, v_pad, activation)))
                 for name, value in (("k", k), ("seed", s), ("norm", math.sqrt(hi)),
                                     ("norm_bound", math.sqrt(k) * b * float(jnp.max(jnp.abs(v))) * norm_x),
                                     ("smin", math.sqrt(max(lo, 0.0))), ("smin_bound", math.sqrt(v2 * lam / 2)),
@@ -201,10 +227,10 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
         gamma = c.gamma
         gamma_bound = gamma**2 * kr.sigma_min_khatri_rao(xn) ** 2
 
-        @partial(jax.jit, static_argnames="k")
-        def features_gram(k_key, k):
-            w = jax.random.normal(k_key, (k, d), jnp.float64)
-            f = phi(x @ w.T)
+        @partial(jax.jit, static_argnames="k_pad")
+        def features_gram(k_key, k, k_pad):
+            w = jax.random.normal(k_key, (k_pad, d), jnp.float64)  # its first k rows: the draw of width k
+            f = jnp.where(jnp.arange(k_pad) < k, phi(x @ w.T), 0.0)  # padded features masked to 0
             return f @ f.T
 
         k_thr = n * math.log(n) ** 2 / lam_t
@@ -213,7 +239,8 @@ def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation:
         for k in progress(widths, desc="widths"):
             k = int(k)
             for s in range(settings.seeds):
-                lo, _ = _eig_extremes(np.asarray(features_gram(jax.random.fold_in(key, 1000 * s + k), k)))
+                gram = features_gram(jax.random.fold_in(key, 1000 * s + k), k, _padded_width(k, widths))
+                lo, _ = _eig_extremes(np.asarray(gram))
                 rows["k"].append(k)
                 rows["seed"].append(s)
                 rows["lam_min"].append(lo)
@@ -294,7 +321,24 @@ def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "s
     ``linearized_residual`` (‖(I − ηJ₀J₀ᵀ)^τ r₀‖: GD on f(W₀) + J₀(W − W₀)), and the
     :func:`theorem_constants` (prefixed ``thm_``).
     """
-    k = V.positive_int("k", k)
+    return gradient_descent_widths(x, y, [k], [key], activation=activation, steps=steps, eta=eta,
+                                   eta_bar=eta_bar)[0]
+
+
+def gradient_descent_widths(x: Any, y: Any, ks: Any, keys: Any, *, activation: str = "softplus", steps: int,
+                            eta: float | None = None, eta_bar: float = 1.0) -> list[dict[str, Any]]:
+    """:func:`gradient_descent` for several widths ``ks`` (W₀ of width ks[i] drawn from keys[i]) on one data set,
+    in one compiled, vmapped loop.
+
+    The networks are padded to the largest width with zero rows of W₀ and zero output weights: a padded unit adds
+    v_ℓφ(w_ℓᵀx) = 0 to f, its gradient v_ℓφ'(Xw_ℓ)ᵀr is exactly 0, so it never moves and adds nothing to any
+    distance, step length or kernel J₀J₀ᵀ — every number is that of the unpadded network up to float64 rounding of
+    the sums over k.  W₀ of width k is the first k rows of the draw at the largest width (JAX's counter-based
+    generator: the same numbers as a draw at width k).
+    """
+    ks = [V.positive_int("k", int(k)) for k in ks]
+    if len(keys) != len(ks):
+        raise ValueError(f"keys must have one key per width, got {len(keys)} keys for {len(ks)} widths")
     steps = V.positive_int("steps", steps)
     with jax.enable_x64(True):
         x = jnp.asarray(V.numpy_array("x", x, ndim=2))
@@ -302,19 +346,39 @@ def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "s
         n, d = x.shape
         consts = theorem_constants(activation, np.asarray(x), np.asarray(y), eta_bar=eta_bar)
         step = consts["eta"] if eta is None else V.positive_float("eta", eta)
-        v = output_weights(k, float(jnp.linalg.norm(y)), n, dtype=jnp.float64)
-        w0 = jax.random.normal(key, (k, d), jnp.float64)
-        k0 = np.asarray(jacobian_gram(w0, x, v, activation))
-        lam, q = np.linalg.eigh(0.5 * (k0 + k0.T))
-        res, dist, lens, path, _ = gd_path(w0, x, y, v, step, activation, steps)
-        r0 = np.asarray(network(w0, x, v, activation) - y)
-        coef = q.T @ r0  # linearized model: r_τ = (I − ηK₀)^τ r₀ in the eigenbasis of K₀
-        lin = np.sqrt(((1 - step * lam)[None, :] ** (2 * np.arange(steps)[:, None]) * coef[None, :] ** 2).sum(1))
-        return {"residual": np.asarray(res), "distance": np.asarray(dist), "step_length": np.asarray(lens),
-                "path_length": float(path), "kernel_min": float(lam[0]), "kernel_max": float(lam[-1]), "eta": step,
-                "linearized_rate": 1 - step * float(lam[0]), "linearized_residual": lin,
-                "k": k, "n": n, "d": d, "y_norm": float(jnp.linalg.norm(y)),
-                **{f"thm_{name}": value for name, value in consts.items()}}
+        y_norm = float(jnp.linalg.norm(y))
+        k_pad = max(ks)
+        live = [np.arange(k_pad) < k for k in ks]
+        w0 = jnp.stack([jnp.where(m[:, None], jax.random.normal(kk, (k_pad, d), jnp.float64), 0.0)
+                        for m, kk in zip(live, keys, strict=True)])
+        v = jnp.stack([jnp.pad(output_weights(k, y_norm, n, dtype=jnp.float64), (0, k_pad - k)) for k in ks])
+        k0, r0 = (np.asarray(a) for a in _gram_and_residual(w0, x, y, v, activation))
+        res, dist, lens, path, _ = _gd_paths(w0, x, y, v, step, activation, steps)
+        runs = []
+        for i, k in enumerate(ks):
+            lam, q = np.linalg.eigh(0.5 * (k0[i] + k0[i].T))
+            coef = q.T @ r0[i]  # linearized model: r_τ = (I − ηK₀)^τ r₀ in the eigenbasis of K₀
+            lin = np.sqrt(((1 - step * lam)[None, :] ** (2 * np.arange(steps)[:, None]) * coef[None, :] ** 2).sum(1))
+            runs.append({"residual": np.asarray(res[i]), "distance": np.asarray(dist[i]),
+                         "step_length": np.asarray(lens[i]), "path_length": float(path[i]),
+                         "kernel_min": float(lam[0]), "kernel_max": float(lam[-1]), "eta": step,
+                         "linearized_rate": 1 - step * float(lam[0]), "linearized_residual": lin,
+                         "k": k, "n": n, "d": d, "y_norm": y_norm,
+                         **{f"thm_{name}": value for name, value in consts.items()}})
+        return runs
+
+
+@partial(jax.jit, static_argnames="activation")
+def _gram_and_residual(w0, x, y, v, activation):
+    """J(W₀)J(W₀)ᵀ and f(W₀) − y of each (padded) network stacked on the leading axis."""
+    gram = jax.vmap(jacobian_gram, in_axes=(0, None, 0, None))(w0, x, v, activation)
+    return gram, jax.vmap(network, in_axes=(0, None, 0, None))(w0, x, v, activation) - y
+
+
+@partial(jax.jit, static_argnames=("activation", "steps"))
+def _gd_paths(w0, x, y, v, eta, activation, steps):
+    """:func:`gd_path` of each network stacked on the leading axis of ``w0`` and ``v`` (same data and step)."""
+    return jax.vmap(gd_path, in_axes=(0, None, None, 0, None, None, None))(w0, x, y, v, eta, activation, steps)
 
 
 def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
@@ -331,14 +395,14 @@ def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
 
 
 def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
-    """:func:`gradient_descent` for every k in ``settings.widths`` on one data set (n, d)."""
+    """:func:`gradient_descent` for every k in ``settings.widths`` on one data set (n, d), in one compiled loop
+    (:func:`gradient_descent_widths`)."""
     n, d = int(settings.n), int(settings.d)
     with jax.enable_x64(True):
         x = np.asarray(uniform_sphere(jax.random.fold_in(key, 0), n, d, dtype=jnp.float64))
         y = np.asarray(jax.random.normal(jax.random.fold_in(key, 1), (n,), jnp.float64))
-    return [gradient_descent(x, y, int(k), jax.random.fold_in(key, 2 + int(k)), activation=activation,
-                             steps=int(settings.steps))
-            for k in progress(settings.widths, desc="GD widths")]
+    keys = [jax.random.fold_in(key, 2 + int(k)) for k in settings.widths]
+    return gradient_descent_widths(x, y, settings.widths, keys, activation=activation, steps=int(settings.steps))
 
 
 def gd_summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -43,8 +43,12 @@ def output_fn(activation: Activation):
 
 def closed_form_hessian_diagonal(model: ShallowNetwork, params: Any, x: float) -> Array:
     """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9); the off-diagonal entries are 0."""
-    w = params["w"][:, 0]
-    return model.v * model.activation.derivative(w * x, 2) * x**2 / math.sqrt(model.width)
+    return _eq9_diagonal(model.activation, model.v, params["w"][:, 0], x, math.sqrt(model.width))
+
+
+def _eq9_diagonal(activation: Activation, v: Array, w: Array, x: Any, root_m: Any) -> Array:
+    """vᵢ σ''(wᵢx) x² / √m (Eq. 9) with √m given (a padded network's true width)."""
+    return v * activation.derivative(w * x, 2) * x**2 / root_m
 
 
 def hessian_against_closed_form(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
@@ -88,12 +92,17 @@ def dfdalpha_norms(model: ShallowNetwork) -> tuple[float, float]:
 
 
 @cache
+def _first_derivative(activation: Activation):
+    return jax.jit(lambda z: activation.derivative(z, 1))
+
+
+@cache
 def kernel_limit(activation: Activation, x: float) -> tuple[float, float]:
     """x² E[σ'(wx)²] (Eq. 10, m → ∞) and the standard deviation of one term x²σ'(wx)², w ~ N(0, 1).
 
     The kernel at width m is the mean of m such terms, so it fluctuates by sd/√m around the limit.
     """
-    d1 = jax.jit(lambda z: activation.derivative(z, 1))
+    d1 = _first_derivative(activation)
 
     def term(w: np.ndarray) -> np.ndarray:
         return x**2 * np.asarray(d1(jnp.asarray(w * x))) ** 2
@@ -112,33 +121,77 @@ def sweep_pieces(settings: Mapping[str, Any]) -> list[dict[str, int]]:
     return [{"width": int(m), "seed": s} for m in settings.widths for s in range(settings.seeds)]
 
 
-def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
-                key: Array | None = None) -> dict[str, list]:
-    """One (width, seed): the network of Eq. (8) and, for every input x, the row of :func:`width_sweep`."""
-    act = get_activation(activation)
-    f = output_fn(act)
-    grad = _grad_fn(act)
-    m, s = piece["width"], piece["seed"]
-    key = jax.random.key(0) if key is None else key
-    model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), m, activation=act)
-    inf_norm, two_norm = dfdalpha_norms(model)
-    rows: dict[str, list] = {k: [] for k in SWEEP_FIELDS}
-    for x in settings.inputs:
-        xa = jnp.asarray(x, params["w"].dtype)
-        res = hessian_spectral_norm(f, params, args=(xa, model.v), tol=settings.tol, max_iter=20_000)
-        g = grad(params, xa, model.v)
-        mean, sd = kernel_limit(act, float(x))
-        values = (m, s, x, res.value, float(jnp.max(jnp.abs(closed_form_hessian_diagonal(model, params, x)))),
-                  res.residual, res.iterations, act.smoothness * x**2 / math.sqrt(m), float(jnp.sum(g["w"] ** 2)),
-                  mean, sd / math.sqrt(m), inf_norm, two_norm)
-        for k, v in zip(SWEEP_FIELDS, values, strict=True):
-            rows[k].append(v)
-    return rows
+PAD_WIDTH = 1024
+"""Widths m ≤ PAD_WIDTH are computed in networks of PAD_WIDTH units, the last PAD_WIDTH − m with wᵢ = vᵢ = 0 (so
+that every width of a ci sweep shares one compiled Hessian–vector product, Lanczos loop and measurement instead
+of one per width; larger widths are computed at their own size).  The padding changes no quantity: the padded
+units add vᵢσ(0) = 0 to f, and the padded Hessian is diag(H, 0) — the same non-zero spectrum — with the 1/√m of
+Eq. (8) taken from the true m.  The draws are those of :func:`ntkbook.models.shallow_network` at width m (JAX's
+counter-based generator gives the first m entries of a longer draw), and the Lanczos start vector is the solver's
+default N(0, 1) start at width m, zero on the padding, so the Krylov spaces are those of the unpadded H."""
 
 
 @cache
-def _grad_fn(activation: Activation):
-    return jax.jit(jax.grad(output_fn(activation)))
+def _padded_output_fn(activation: Activation):
+    """(params, x, v, √m) ↦ (1/√m) Σᵢ vᵢ σ(wᵢx) — :func:`output_fn` with m passed as a number, for padded v."""
+
+    def f(params: Any, x: Array, v: Array, root_m: Array) -> Array:
+        w = params["w"][:, 0]
+        return jnp.dot(v, activation(w * x)) / root_m
+
+    return f
+
+
+@cache
+def _piece_measures(activation: Activation):
+    """One compiled function per activation: for a (padded) network and inputs xs, the kernel ‖∇_w f‖², the
+    closed-form ‖H‖ = max_i |H_ii| (Eq. 9) and (‖∂f/∂α‖_∞, ‖∂f/∂α‖₂) with ∂f/∂α by autodiff (Eq. 15)."""
+    grad = jax.grad(_padded_output_fn(activation))
+
+    def kernel_and_closed(params, x, v, root_m):
+        g = grad(params, x, v, root_m)
+        w = params["w"][:, 0]
+        closed = _eq9_diagonal(activation, v, w, x, root_m)
+        return jnp.sum(g["w"] ** 2), jnp.max(jnp.abs(closed))
+
+    def measures(params, xs, v, root_m):
+        kernel, closed = jax.vmap(kernel_and_closed, in_axes=(None, 0, None, None))(params, xs, v, root_m)
+        da = jax.grad(lambda a: jnp.dot(v, a) / root_m)(jnp.zeros_like(v))
+        return kernel, closed, jnp.max(jnp.abs(da)), jnp.linalg.norm(da)
+
+    return jax.jit(measures)
+
+
+def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
+                key: Array | None = None) -> dict[str, list]:
+    """One (width, seed): the network of Eq. (8) and, for every input x, the row of :func:`width_sweep`.
+
+    Widths up to :data:`PAD_WIDTH` are computed in a padded network (see there; no quantity changes)."""
+    act = get_activation(activation)
+    m, s = piece["width"], piece["seed"]
+    size = max(m, PAD_WIDTH)
+    key = jax.random.key(0) if key is None else key
+    model, params = shallow_network(jax.random.fold_in(key, s * 1_000_003 + m), size, activation=act)
+    dtype = params["w"].dtype
+    live = np.arange(size) < m
+    params = {"w": jnp.where(live[:, None], params["w"], 0)}
+    v = jnp.where(live, model.v, 0)
+    root_m = jnp.asarray(math.sqrt(m), dtype)
+    xs = jnp.asarray(settings.inputs, dtype)
+    kernels, closed, inf_norm, two_norm = (np.asarray(a) for a in _piece_measures(act)(params, xs, v, root_m))
+    start = {"w": jnp.where(live[:, None], jax.random.normal(jax.random.key(0), (size, 1), dtype), 0)}
+    f = _padded_output_fn(act)
+    rows: dict[str, list] = {k: [] for k in SWEEP_FIELDS}
+    for j, x in enumerate(settings.inputs):
+        res = hessian_spectral_norm(f, params, args=(xs[j], v, root_m), tol=settings.tol, max_iter=20_000,
+                                    start=start)
+        mean, sd = kernel_limit(act, float(x))
+        values = (m, s, x, res.value, float(closed[j]), res.residual, res.iterations,
+                  act.smoothness * x**2 / math.sqrt(m), float(kernels[j]), mean, sd / math.sqrt(m),
+                  float(inf_norm), float(two_norm))
+        for k, val in zip(SWEEP_FIELDS, values, strict=True):
+            rows[k].append(val)
+    return rows
 
 
 def assemble_sweep(pieces: list, results: list[Mapping[str, list]]) -> dict[str, np.ndarray]:

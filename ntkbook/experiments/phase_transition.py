@@ -132,9 +132,23 @@ class PaddedNetwork:
 
 
 WIDTH_CLASSES = 8
-"""Networks are padded within width classes: the live networks sorted by k are cut into this many contiguous
-classes of about equal total width, each padded to its own largest k (the padding then costs ~10% of the work
-instead of ~2× with one common width)."""
+"""Networks are padded within width classes: the live networks sorted by k are cut into at most this many
+contiguous classes of about equal total width, each padded to its own largest k (the padding then costs ~10% of
+the work instead of ~2× with one common width)."""
+
+CLASS_WORK = 2**18
+"""Multiply–adds per iteration, n·d·Σk over the live networks, that one width class must have at least
+(:func:`_class_count`).  Below it an iteration of the compiled loop costs its fixed overhead, not its arithmetic,
+and every extra class costs one more loop and one more compilation: a ci column (n = 20: n·d·Σk ≤ 4·10⁴) is
+advanced as one class (25.8 → 16.2 s of CPU for the ci panels), a book column (n = 100, 250 networks:
+n·d·Σk ≥ 3·10⁶) as :data:`WIDTH_CLASSES` classes.  Each network's iteration is its own: the classes change only
+the padded shapes, hence float32 rounding (the ci panels with one class and with eight: the same outcomes and
+stopping iterations in every cell)."""
+
+
+def _class_count(live_work: int) -> int:
+    """How many width classes live networks with n·d·Σk = ``live_work`` are cut into."""
+    return max(1, min(WIDTH_CLASSES, live_work // CLASS_WORK))
 
 
 def _width_classes(nets: list[int], sizes: Mapping[int, int], classes: int) -> list[list[int]]:
@@ -211,7 +225,8 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
             if max_iters - it - steps <= chunk // 10:  # absorb a short remainder (one fewer compilation)
                 steps = max_iters - it
             live = [int(i) for i in np.nonzero(~done)[0]]
-            groups = _width_classes(live, {i: nets[i][1] for i in live}, WIDTH_CLASSES)
+            groups = _width_classes(live, {i: nets[i][1] for i in live},
+                                    _class_count(n * d * sum(nets[i][1] for i in live)))
             futures = [pool.submit(_advance, g, nets, weights, outw, x, y, d, d_pad, n, lr, tol, steps, activation,
                                    dtype) for g in groups]
             for group, future in zip(groups, futures, strict=True):

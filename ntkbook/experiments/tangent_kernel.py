@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import jax
@@ -312,30 +313,37 @@ def level_set_inequality(key: Array, *, c: float = 2.0, dim: int = 4, t_max: flo
     dim = V.positive_int("dim", dim, minimum=2)
     points = V.positive_int("points", points, minimum=2)
     with jax.enable_x64(True):
-        k_a, k_w, k_v = jax.random.split(key, 3)
-        a = jax.random.normal(k_a, (dim,), jnp.float64)
-        a = a / jnp.linalg.norm(a)
-        w0 = jax.random.normal(k_w, (dim,), jnp.float64)
-        g = jax.random.normal(k_v, (dim,), jnp.float64)
-        v = w0 + g - jnp.dot(g, a) * a
-
-        def f(w):
-            return c * jnp.dot(a, w)
-
-        grad0 = jax.grad(f)(w0)
-        t = jnp.linspace(-t_max, t_max, points)
-        d = v - w0
-        dd, dg = jnp.dot(d, d), jnp.dot(d, grad0)
-        out = {
-            "t": t,
-            "path_bound_lhs": c * jnp.abs(t),
-            "path_bound_rhs": jnp.linalg.norm(d[None] - t[:, None] * grad0[None], axis=1),
-            "corrected_lhs": c**2 * t**2,
-            "corrected_rhs": dd + c**2 * t**2 - 2 * t * dg,
-            "printed_lhs": c**4 * t**2,
-            "printed_rhs": dd + t**2 + 2 * t * dg,
-        }
+        out = _level_set_terms(key, c, t_max, dim, points)
         return {k: np.asarray(v_) for k, v_ in out.items()}
+
+
+@partial(jax.jit, static_argnames=("dim", "points"))
+def _level_set_terms(key: Array, c: float, t_max: float, dim: int, points: int) -> dict[str, Array]:
+    """Both sides of the three forms of :func:`level_set_inequality` — one compiled program (call inside
+    ``enable_x64``)."""
+    k_a, k_w, k_v = jax.random.split(key, 3)
+    a = jax.random.normal(k_a, (dim,), jnp.float64)
+    a = a / jnp.linalg.norm(a)
+    w0 = jax.random.normal(k_w, (dim,), jnp.float64)
+    g = jax.random.normal(k_v, (dim,), jnp.float64)
+    v = w0 + g - jnp.dot(g, a) * a
+
+    def f(w):
+        return c * jnp.dot(a, w)
+
+    grad0 = jax.grad(f)(w0)
+    t = jnp.linspace(-t_max, t_max, points)
+    d = v - w0
+    dd, dg = jnp.dot(d, d), jnp.dot(d, grad0)
+    return {
+        "t": t,
+        "path_bound_lhs": c * jnp.abs(t),
+        "path_bound_rhs": jnp.linalg.norm(d[None] - t[:, None] * grad0[None], axis=1),
+        "corrected_lhs": c**2 * t**2,
+        "corrected_rhs": dd + c**2 * t**2 - 2 * t * dg,
+        "printed_lhs": c**4 * t**2,
+        "printed_rhs": dd + t**2 + 2 * t * dg,
+    }
 
 
 def single_point_taylor(*, points: int = 2001) -> dict[str, float]:
@@ -349,20 +357,29 @@ def single_point_taylor(*, points: int = 2001) -> dict[str, float]:
     """
     points = V.positive_int("points", points, minimum=2)
     with jax.enable_x64(True):
-        def f(w):
-            return (1.0 + w[1]) * jnp.sin(w[0])
-
-        w0 = jnp.zeros(2, jnp.float64)
-        w = jnp.array([2 * np.pi, 0.0], jnp.float64)
-        grad, hess = jax.grad(f), jax.hessian(f)
-        change = grad(w) - grad(w0)
-        s = jnp.linspace(0.0, 1.0, points)
-        hv = jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s)
-        nodes, weights = np.polynomial.legendre.leggauss(64)
-        s_q, w_q = (nodes + 1) / 2, weights / 2
-        integral = jnp.einsum("q,qi->i", w_q, jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s_q))
+        change, hv, integral = _taylor_terms(points)
         return {
             "gradient_change": float(jnp.linalg.norm(change)),
             "min_single_point_residual": float(jnp.min(jnp.linalg.norm(hv - change[None], axis=1))),
             "integral_residual": float(jnp.linalg.norm(integral - change)),
         }
+
+
+@partial(jax.jit, static_argnames="points")
+def _taylor_terms(points: int) -> tuple[Array, Array, Array]:
+    """∇f(w) − ∇f(w₀), H(ξ)(w − w₀) at ``points`` equally spaced ξ and ∫₀¹ H(ξ_s)(w − w₀) ds (64-point
+    Gauss–Legendre) for :func:`single_point_taylor` — one compiled program (call inside ``enable_x64``)."""
+
+    def f(w):
+        return (1.0 + w[1]) * jnp.sin(w[0])
+
+    w0 = jnp.zeros(2, jnp.float64)
+    w = jnp.array([2 * np.pi, 0.0], jnp.float64)
+    grad, hess = jax.grad(f), jax.hessian(f)
+    change = grad(w) - grad(w0)
+    s = jnp.linspace(0.0, 1.0, points)
+    hv = jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s)
+    nodes, weights = np.polynomial.legendre.leggauss(64)
+    s_q, w_q = (nodes + 1) / 2, weights / 2
+    integral = jnp.einsum("q,qi->i", w_q, jax.vmap(lambda si: hess(w0 + si * (w - w0)) @ (w - w0))(s_q))
+    return change, hv, integral
