@@ -322,8 +322,9 @@ def test_median_max_ratios_and_limits():
 
 
 def test_dominating_sweep_shapes():
-    settings = scales.get("assembly_assumption1", "ci").replace(widths=(16,), seeds=1, radius=1.0, ascent_steps=10,
-                                                                refine_steps=10)
+    # the sizes and step counts of test_theorem1_piece_bound_and_consistency: the same compiled programs
+    settings = scales.get("assembly_assumption1", "ci").replace(widths=(24,), seeds=1, radius=1.0, ascent_steps=20,
+                                                                refine_steps=20)
     x = _x(12)
     out = ea.dominating_sweep(settings, x, asm.get_family("neuron").smoothness(1.0, x))
     assert len(out["width"]) == 2
