@@ -158,13 +158,10 @@ def test_load_data_and_networks():
         eo.make_network("cnn", 5, 0, SETTINGS, 64)
 
 
-def test_turn_quadratic_and_densenet_pieces():
-    """Depth 2 (one compiled network per piece): the structure of every piece's output."""
-    turn = eo.turn_piece({"width": 8, "run": 0}, GEOMETRY)
-    layers = np.asarray(turn["layer"])
-    assert sorted(set(layers.tolist())) == [1, 2] and set(turn) == set(eo.TURN_FIELDS)
-    assert np.all(np.asarray(turn["angle_top"])[layers == 1] < 1e-5)  # α̃⁽¹⁾ is linear in θ
-    assert np.all(np.asarray(turn["angle_top"])[layers > 1] > 1e-3)
+def test_quadratic_and_densenet_pieces():
+    """Depth 2: the structure of the pieces' output, Lemma 3's norm against autodiff.  (turn_piece is checked
+    by the chapter's claims at ci: thm-2/first-layer-normal-is-constant, thm-2/normal-turns-less-as-width-grows/*,
+    cor-2/normal-turns-less-along-gd/*.)"""
     quad = eo.quadratic_term_piece({"width": 8, "run": 0}, GEOMETRY)
     assert quad["target_layer"] == [3]  # the output f, assembled from the layer-2 neurons
     assert np.all(np.asarray(quad["worst"]) > 0) and np.all(np.asarray(quad["frame"]) >= 1.0 - 1e-6)
