@@ -335,21 +335,12 @@ def test_gd_checkpoints_match_a_plain_loop(x64):
 # ---------------------------------------------------------------------------------------------
 
 
-def test_compression_check_and_small_sweeps():
-    rows = dh.compression_check(scales.get("range_check", "ci").replace(input_dim=3, depth=2, small_width=4, small_models=("ResNet",), large_width=16, reference_method="full", tol=1e-6),
-                                jax.random.key(0))
-    for r in rows[:-1]:
-        assert r["compressed"] == pytest.approx(r["reference"], rel=1e-9)
-    assert rows[-1]["compressed"] == pytest.approx(rows[-1]["reference"], rel=1e-4)
+def test_proposition_3_1_rows_are_ordered():
+    # (compression_check is the chapter's claims lemma-3-range/compressed-equals-dense-hessian and
+    # .../compressed-equals-full-lanczos at ci; the compressed Hessian is tested against dense references above)
     p31 = dh.proposition_3_1(scales.get("prop_3_1", "ci").replace(widths=(8,), seeds=1, input_dim=3, activation="tanh"), jax.random.key(1))
     assert np.all(p31["hessian"] <= p31["blockwise"] * (1 + 1e-5))
     assert np.all(p31["blockwise"] <= p31["eq_17"] * (1 + 1e-9))
-
-
-def test_theorem_3_1_sweep_rows():
-    t31 = dh.theorem_3_1(scales.get("thm_3_1", "ci").replace(depths=(2,), widths=(8,), seeds=1, radii=(1.0,), sphere_points=1, input_dim=3, activation="tanh", tol=1e-6), jax.random.key(2))
-    assert t31["radius"].tolist() == [0.0, 1.0]
-    assert np.all(t31["hessian"] <= t31["blockwise"] * (1 + 1e-5))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -357,14 +348,15 @@ def test_theorem_3_1_sweep_rows():
 # ---------------------------------------------------------------------------------------------
 
 
-BALL = scales.get("thm_3_2", "ci").replace(depth=2, widths=(8, 16), seeds=1, radii=(0.5, 2.0), sphere_points=1,
+# one network: the invariants below hold row by row (the chapter sweeps the widths)
+BALL = scales.get("thm_3_2", "ci").replace(depth=2, widths=(8,), seeds=1, radii=(0.5, 2.0), sphere_points=1,
                                          ascent_steps=1, num_train=4, gd_steps=4, gd_checkpoints=2, input_dim=3,
                                          activation="tanh", tol=1e-6)
 
 
 def test_ball_sweep_and_table():
     rows = db.ball_sweep(BALL, jax.random.key(0))
-    assert [r["width"] for r in rows] == [8, 16]
+    assert [r["width"] for r in rows] == [8]
     tab = db.ball_table(rows)
     for r in BALL.radii:
         ball = tab[f"ball_max[{r:g}]"]
@@ -432,12 +424,6 @@ def test_segment_defect_smooth_vs_relu(x64):
     rmodel, rp0, _ = _net("mlp", seed=16, width=8, activation="relu")
     rp1 = point_on_sphere(jax.random.key(0), rp0, 2.0)
     assert db.segment_defect(rmodel, rp0, rp1, x, nodes=24)["defect"] > 0.05
-
-
-def test_relu_versus_smooth_rows():
-    out = db.relu_versus_smooth(scales.get("relu_3", "ci").replace(activations=("tanh", "relu"), widths=(8,), depth=2, seeds=1, radius=2.0, nodes=4, input_dim=3, tol=1e-6), jax.random.key(1))
-    assert out["activation"].tolist() == ["tanh", "relu"]
-    assert out["defect"][1] > out["defect"][0]
 
 
 # ---------------------------------------------------------------------------------------------

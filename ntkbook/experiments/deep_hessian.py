@@ -474,6 +474,23 @@ def ascend_hessian_norm(
             "kernel": kernel_at_input(model, p, x)}
 
 
+_MODELS: dict[Any, Any] = {}
+
+
+def shared_model(model: Any) -> Any:
+    """One model object per architecture.
+
+    A model without array leaves (MLP, ResNet, DenseNet, ...) is fully described by its pytree structure
+    (its static fields) but compares by identity, and ``model.apply`` is part of the static key of the
+    compiled training loop (:func:`ntkbook.training.train`).  Passing every network of one architecture
+    (seeds, runs, data sets) through this function hands them the same object, so that loop compiles once
+    per architecture instead of once per network drawn.  A model with array leaves is returned unchanged.
+    """
+    if jax.tree_util.tree_leaves(model):
+        return model
+    return _MODELS.setdefault(jax.tree_util.tree_structure(model), model)
+
+
 def _identity(params: PyTree, x: Any = None, y: Any = None) -> PyTree:
     return params
 
@@ -497,7 +514,7 @@ def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, ste
     if steps % checkpoints:
         raise ValueError(f"steps ({steps}) must be a multiple of checkpoints ({checkpoints})")
     times = [steps // checkpoints * (j + 1) for j in range(checkpoints)]
-    run = train(model.apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
+    run = train(shared_model(model).apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
                 track={"distance": distance_from_start(), "point": Tracker(_identity, steps=tuple(times))})
     points = [jax.tree_util.tree_map(lambda a, j=j: jnp.asarray(a[j]), run.tracked["point"])
               for j in range(checkpoints)]
@@ -697,6 +714,7 @@ __all__ = [
     "layer_tensors",
     "project_to_ball",
     "proposition_3_1",
+    "shared_model",
     "structured_norms_check",
     "theorem_3_1",
     "theorem_3_1_quantities",

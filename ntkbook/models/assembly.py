@@ -148,6 +148,13 @@ def get_family(name: str, activation: str | Activation = "tanh", hidden: int = 3
     V.choice("family", name, FAMILIES)
     act = get_activation(activation)
     hidden = V.positive_int("hidden", hidden)
+    # SubModelFamily compares by identity (it is a static jit argument): cached, equal arguments give the
+    # same object, and every function compiled for a family is reused by every caller
+    return _family(name, act, hidden if name == "mlp" else 1)
+
+
+@cache
+def _family(name: str, act: Activation, hidden: int) -> SubModelFamily:
     if name == "neuron":
         return SubModelFamily("neuron", act, 1, 1, 1, True, 1.0)
     if name == "square":
