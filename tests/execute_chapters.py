@@ -41,13 +41,17 @@ def chapter_stems() -> list[str]:
 
 
 def copy_book(out: Path) -> Path:
-    """Copy ``_toc.yml`` and ``book/`` (without build products) into ``out``."""
+    """Copy ``_toc.yml``, ``book/`` (without build products) and the committed benchmark results (which the
+    Performance page includes, figure and all, as ``make book`` does) into ``out``."""
     out.mkdir(parents=True, exist_ok=True)
     shutil.copy(ROOT / "_toc.yml", out / "_toc.yml")
-    if (out / "book").exists():
-        shutil.rmtree(out / "book")
+    for part in ("book", "benchmarks/results"):
+        if (out / part).exists():
+            shutil.rmtree(out / part)
     shutil.copytree(ROOT / "book", out / "book",
                     ignore=shutil.ignore_patterns("_build", ".ipynb_checkpoints", "_generated"))
+    shutil.copytree(ROOT / "benchmarks" / "results", out / "benchmarks" / "results",
+                    ignore=shutil.ignore_patterns("*.tmp"))
     return out
 
 
