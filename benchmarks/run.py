@@ -564,8 +564,11 @@ def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
     lines += ["", f"Time against P (the same network at widths {', '.join(map(str, widths))}; figure "
               "below): time ∝ P^a with "
               + ", ".join(f"a = {f['slope']:.2f} ± {f['stderr']:.2f} ({k})" for k, f in fits.items()) + ".", "",
-              f"![Time of each empirical-NTK method against the number of parameters P, log–log, with the fitted "
-              f"P^a lines](_generated/{NTK_FIGURE})", ""]
+              # a MyST figure with its caption (the page is included by the book's Performance page,
+              # from which _generated/ is where the build copies the figure)
+              f"```{{figure}} _generated/{NTK_FIGURE}", ":alt: time against P, log-log, three methods", "",
+              "Time of each empirical-NTK method against the number of parameters P (log–log), with the "
+              "fitted P^a lines.", "```", ""]
     return lines
 
 

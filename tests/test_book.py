@@ -220,7 +220,9 @@ def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Pa
         problems += reader.overflow(page, width)
         if screenshots is not None:
             screenshots.mkdir(parents=True, exist_ok=True)
-            page.screenshot(path=str(screenshots / f"{page_name.replace('/', '_')}-{width}.png"), full_page=True)
+            # JPEG: full-page PNGs of the long pages took 2–6 s each to encode, JPEG about half of that
+            page.screenshot(path=str(screenshots / f"{page_name.replace('/', '_')}-{width}.jpg"), full_page=True,
+                            type="jpeg", quality=70)
     page.set_viewport_size({"width": reader.WIDTHS[0], "height": 900})
     problems += reader.js_errors(errors)
     return problems, page
