@@ -798,6 +798,11 @@ def _lanczos_fixed(matvec, spec: FlatSpec, operands, key, start, num_steps, whic
 # ---------------------------------------------------------------------------------------------
 
 
+LANCZOS_RESIDUAL_TOL = 1e-5
+"""Largest relative residual ‖Hu − θu‖/|θ| accepted from a vmapped ``"fixed"`` Lanczos run in float32 before
+:func:`refine_unconverged` recomputes the value (an order above float32 Hessian-vector-product rounding)."""
+
+
 def refine_unconverged(batch: EigenResult, solve: Callable[[int], EigenResult], *, tol: float) -> EigenResult:
     """Replace the entries of a batched result whose residual is not ≤ ``tol`` by ``solve(i)``.
 
@@ -848,6 +853,7 @@ def lambda_min(a: Any) -> Any:
 
 
 __all__ = [
+    "LANCZOS_RESIDUAL_TOL",
     "EigenResult",
     "SymmetricOperator",
     "extreme_eigenpairs",

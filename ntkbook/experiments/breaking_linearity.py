@@ -38,7 +38,7 @@ from .. import _validation as V
 from ..activations import Activation, get_activation
 from ..columns import stack_rows
 from ..data.circle import circle_data
-from ..eigen import EigenResult, lambda_max, refine_unconverged, spectral_norm
+from ..eigen import LANCZOS_RESIDUAL_TOL, EigenResult, lambda_max, refine_unconverged, spectral_norm
 from ..fitting import ci_position, power_law_fit
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
 from ..kernels import empirical_ntk, kernel_diagonal, relative_change
@@ -177,10 +177,6 @@ def one_layer_hessian_norm(model: MLP, params: PyTree, x: Array) -> Array:
 # Non-linear output: the width sweep
 # ---------------------------------------------------------------------------------------------
 
-
-LANCZOS_RESIDUAL_TOL = 1e-5
-"""Largest relative Lanczos residual accepted for ‖H̃‖ (float32 Hessian-vector products); fixed-step values
-above it are recomputed by the restarted solver (:func:`ntkbook.eigen.refine_unconverged`)."""
 
 NONLINEAR_FIELDS = ("width", "seed", "input", "f0", "phi1", "phi2", "kernel", "hessian", "hessian_tilde",
                     "eq29_bound", "lanczos_residual")

@@ -34,7 +34,14 @@ from .. import _validation as V
 from ..activations import Activation
 from ..columns import stack_rows
 from ..data.circle import circle_data
-from ..eigen import EigenResult, extreme_eigenpairs, lambda_max, refine_unconverged, spectral_norm
+from ..eigen import (
+    LANCZOS_RESIDUAL_TOL,
+    EigenResult,
+    extreme_eigenpairs,
+    lambda_max,
+    refine_unconverged,
+    spectral_norm,
+)
 from ..hessian import dense_hessian, hessian_spectral_norm
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
@@ -377,8 +384,6 @@ def _jit_jacobian(model, params, x):
 
 PARAMETERIZATION_FIELDS = ("width", "seed", "parameterization", "kernel_norm", "hessian_norm", "ratio", "dist2",
                            "max_residual", "lanczos_residual")
-LANCZOS_RESIDUAL_TOL = 1e-5
-"""Relative Ritz residual above which the fixed-step Lanczos value is recomputed by the restarted solver."""
 
 
 def refined_hessian_norms(batch: EigenResult, keys: Array, x: Array, m: int, activation: str,
