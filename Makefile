@@ -58,8 +58,8 @@ book-student: $(STAMP)
 	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"
 
 ## make test: lint (ruff: package, tests, benchmarks, book/_ext, notebooks at 80 columns); every chapter
-## executed once at ci scale by papermill (tests/execute_chapters.py, two at a time); then one pytest run:
-## unit tests, each chapter's claims ledger, the book rendered from the executed chapters and read page by
+## executed once at ci scale by papermill (tests/execute_chapters.py, TEST_JOBS at a time); then one pytest
+## run on TEST_JOBS workers: unit tests, each chapter's claims ledger, the book rendered from the executed chapters and read page by
 ## page in headless Chromium (screenshots in _build/test-artifacts/), and nbval re-executing the executed
 ## chapters and comparing the outputs of their check cells (tag nbval-check-output) with papermill's.
 ## Slowest tests: make test PYTEST_ARGS=--durations=40
@@ -68,11 +68,14 @@ book-student: $(STAMP)
 # (--nbval-sanitize-with) only for a number whose floating-point summation order can legitimately vary,
 # and name the cell it is for.
 EXECUTED := _build/test-executed
+# Three processes on this 2-core machine: with two, the cores were idle a fifth of the time (a chapter or a
+# test compiles on one thread; the browser tests wait on Chromium); measured in the closing note.
+TEST_JOBS ?= 3
 test: $(STAMP) browser
 	$(BIN)/ruff check .
-	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs 2
+	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs $(TEST_JOBS)
 	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest tests/test_book.py $(EXECUTED)/book tests \
-	  --nbval-lax -n 2 --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
+	  --nbval-lax -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 ## make read-book: the page reader of make test (headless Chromium, both widths, screenshots in
 ## _build/test-artifacts/) on the book that the last `make book` built, at the scale it was built
