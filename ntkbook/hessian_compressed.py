@@ -1,7 +1,7 @@
 """The Hessian of a dense network's output at one input, compressed to its exact range.
 
 For the fully connected network of Eq. (22) of Liu, Zhu & Belkin (2020) (:class:`~ntkbook.models.dense.MLP`,
-NTK parameterization) and the residual network of Eq. (80) (:class:`~ntkbook.models.resnet.ResNet`),
+NTK parameterization) and the residual network of Eq. (97) (supp. Eq. 80) (:class:`~ntkbook.models.resnet.ResNet`),
 the Hessian H = ∂²f(W; x)/∂W² at one input x has a small range, which makes ‖H‖ cheap at any width.
 :func:`ntkbook.hessian_spectral_norm` uses this module for ``operator="compressed"`` and
 ``operator="compressed-numpy"``.

@@ -51,7 +51,7 @@ Eq. 39) the gradient of output a with respect to W⁽ˡ⁾ is the outer product 
 K[i, j, a, b] = Σ_l ⟨δ⁽ˡ⁾_a(x_i), δ⁽ˡ⁾_b(x'_j)⟩ · ( c_l² ⟨α⁽ˡ⁻¹⁾(x_i), α⁽ˡ⁻¹⁾(x'_j)⟩ + 1[bias] )
               + 1{a = b} · c_out² ⟨α⁽ᴸ⁾(x_i), α⁽ᴸ⁾(x'_j)⟩          (trainable output layer v).
 
-A residual network (Eq. 80 of the supplement) has the same formula with its own δ (the skip
+A residual network (Eq. 97; Eq. 80 of the supplement) has the same formula with its own δ (the skip
 connections enter the backward recursion only).  A non-linear output f̃ = φ(f) (Eq. 26) multiplies by
 the output Jacobian: K̃ = J_φ(x) K J_φ(x')ᵀ for each pair of inputs, with J_φ = diag(φ'(f)) elementwise
 or diag(p) − ppᵀ for the softmax.

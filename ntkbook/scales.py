@@ -215,7 +215,7 @@ class Thm33(ExperimentSettings):
 
 @dataclass(frozen=True, kw_only=True)
 class CnnResnet(ExperimentSettings):
-    """Sizes of ``cnn_resnet``: CNN: 3×3 convolutions on an 8×8 digit image, width = channels; ResNet of Eq. (80)."""
+    """Sizes of ``cnn_resnet``: CNN: 3×3 convolutions on an 8×8 digit image, width = channels; ResNet of Eq. (97)."""
 
     cnn_widths: tuple[int, ...]
     cnn_depth: int
@@ -913,7 +913,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         ),
     },
     "cnn_resnet": {
-        # CNN: 3×3 convolutions on an 8×8 digit image, width = channels; ResNet of Eq. (80)
+        # CNN: 3×3 convolutions on an 8×8 digit image, width = channels; ResNet of Eq. (97)
         "ci": CnnResnet(
             cnn_widths=(4, 16),
             cnn_depth=2,

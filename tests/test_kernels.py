@@ -118,7 +118,7 @@ def _structured_cases(dtype):
                                               parameterization="lecun", dtype=dtype)),
         ("LeCun one hidden layer", *m.shallow_network(jax.random.key(8), 9, input_dim=3, parameterization="lecun",
                                                       dtype=dtype)),
-        ("resnet (Eq. 80), 2 outputs", *resnet(jax.random.key(9), 6, 3, input_dim=3, output_dim=2, dtype=dtype)),
+        ("resnet (Eq. 97), 2 outputs", *resnet(jax.random.key(9), 6, 3, input_dim=3, output_dim=2, dtype=dtype)),
         ("resnet, fixed output", *resnet(jax.random.key(12), 5, 2, input_dim=3, train_output=False, dtype=dtype)),
     ]
     base, p = m.mlp(jax.random.key(5), (8, 8), input_dim=3, output_dim=3, use_bias=True, dtype=dtype)

@@ -80,7 +80,7 @@ def resnet(
     train_output: bool = True,
     dtype: Any = jnp.float32,
 ) -> tuple[ResNet, PyTree]:
-    """Initialize the residual network of Eq. (80): all weights N(0, 1) (NTK parameterization).
+    """Initialize the residual network of Eq. (97) (supp. Eq. 80): all weights N(0, 1) (NTK parameterization).
 
     Args:
         key: PRNG key.
