@@ -478,7 +478,11 @@ def empirical_ntk(
         ``K[i, j, a, b] = ⟨∇f_a(x1_i), ∇f_b(x2_j)⟩``; ``(n1·k, n2·k)`` with ``flat=True``.
     """
     V.callable_("apply_fn", apply_fn)
-    V.pytree_of_arrays("params", params)
+    # finiteness of params is checked on the (small) kernel instead of the (large) parameters: a
+    # non-finite weight makes every kernel entry it touches non-finite (x·NaN = NaN, 0·inf = NaN), so
+    # the P-sized scan (≈ 15 ms for P = 1.5·10⁷ on 2 CPU cores, as long as the structured kernel
+    # itself) runs only when the kernel shows a non-finite value, to name the culprit
+    V.pytree_of_arrays("params", params, finite=False)
     V.choice("method", method, METHODS)
     x1 = V.array("x1", x1)
     x2 = None if x2 is None or x2 is x1 else V.array("x2", x2)
@@ -506,6 +510,8 @@ def empirical_ntk(
             if batch_size is None:
                 batch_size = NTVP_STEP_BYTES // max(1, num_params(params) * _itemsize(params))
             kernel = _ntk_ntvp(*_split(apply_fn), params, x1, x2, max(1, batch_size // k))
+    if not V.is_tracer(kernel) and not bool(jnp.isfinite(kernel).all()):
+        V.pytree_of_arrays("params", params)  # raises ValueError naming params if a weight is non-finite
     if flat:
         return flatten_ntk(kernel)
     return kernel[:, :, 0, 0] if k == 1 else kernel

@@ -61,6 +61,8 @@ CASES = [
     # kernels
     ("ntk method", lambda: nb.empirical_ntk(MODEL.apply, PARAMS, X, method="exact"), ValueError, "unknown method"),
     ("ntk nan", lambda: nb.empirical_ntk(MODEL.apply, PARAMS, NAN_X), ValueError, "x1 contains non-finite"),
+    ("ntk params nan", lambda: nb.empirical_ntk(MODEL.apply, jax.tree_util.tree_map(lambda a: a.at[0].set(jnp.nan), PARAMS), X),
+     ValueError, "params contains non-finite"),
     ("ntk x2 nan", lambda: nb.empirical_ntk(MODEL.apply, PARAMS, X, NAN_X), ValueError, "x2 contains non-finite"),
     ("ntk empty params", lambda: nb.empirical_ntk(MODEL.apply, {}, X), ValueError, "params must be a non-empty"),
     ("ntk int params", lambda: nb.empirical_ntk(MODEL.apply, {"w": jnp.ones(2, jnp.int32)}, X), TypeError,
