@@ -30,8 +30,8 @@ notebook goes on; at ``book`` and ``paper`` scale it raises, like a failure.
 ``<ledger dir>/<notebook>.jsonl`` (``$NTKBOOK_LEDGER_DIR``, default ``~/.cache/ntkbook/ledger``); each
 claim rewrites it atomically with one JSON line per claim (keys sorted)::
 
-    {"claim", "ref", "label", "kind", "criterion", "window", "rivals", "measured", "status",
-     "scale", "notebook", "erratum"}
+    {"claim", "ref", "label", "kind", "criterion", "window",
+     "rivals", "measured", "status", "scale", "notebook", "erratum"}
 
 ``window`` and ``rivals`` only for rate claims (``rate``, ``order``), ``erratum`` only when given.
 There are no dates, times or machine names in a record: two executions of a notebook at one scale

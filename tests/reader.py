@@ -43,7 +43,8 @@ RAW_REPR = [
     (re.compile(r"^\s*<[A-Z][\w.]*(?: [^<>]*)?>\s*$"), "a repr such as <Figure size …>"),
     (re.compile(r"\b(?:array|Array|DeviceArray)\(\s*[\[\d-]"), "an array repr"),
     (re.compile(r"\bnp\.(?:float|int|uint|bool)\d*\("), "a NumPy scalar repr"),
-    (re.compile(r"^\s*[A-Z]\w*\(\w+=[^)]"), "a dataclass/NamedTuple repr"),
+    # anywhere in a line: "Figure 1: NonlinearOutput(widths=(30, 100), ...)" printed mid-sentence too
+    (re.compile(r"(?:^|[\s:,;=(\[])[A-Z]\w*\(\w+=[^)]"), "a dataclass/NamedTuple repr"),
 ]
 
 
@@ -166,6 +167,45 @@ def overflow(page, width: int) -> list[Problem]:
     return [Problem("overflow", f"at {width} px: {m}") for m in page.evaluate(_OVERFLOW_JS)]
 
 
+# At the laptop width a formula and the source code of a cell must fit the column: a scroll box is
+# allowed there only for outputs and tables (on a phone, formulas and code may scroll in their own box).
+_SCROLLS_AT_LAPTOP_JS = """
+() => {
+  const art = document.querySelector('article.bd-article') || document.body;
+  const out = [];
+  const tex = new Map();
+  try { for (const m of MathJax.startup.document.math) tex.set(m.typesetRoot, m.math); } catch (e) {}
+  for (const el of art.querySelectorAll('mjx-container, div.cell_input pre, div.highlight pre')) {
+    if (el.closest('div.cell_output')) continue;
+    // the box that scrolls: the element itself or its nearest ancestor with overflow-x auto/scroll
+    let box = el;
+    while (box && box !== art) {
+      const s = getComputedStyle(box);
+      if (s.overflowX === 'auto' || s.overflowX === 'scroll') break;
+      box = box.parentElement;
+    }
+    if (!box || box === art) continue;
+    // a formula's own width is that of its TeX box (mjx-math): italic glyphs overhang it by a few
+    // pixels, which make a short formula's box scrollable without anything being cut short
+    const inner = tex.has(el) ? el.querySelector('mjx-math') : null;
+    const need = inner ? inner.getBoundingClientRect().width : box.scrollWidth;
+    if (need <= box.clientWidth + 1) continue;
+    const what = tex.has(el)
+      ? `${el.getAttribute('display') === 'true' ? 'display' : 'inline'} formula $${Array.from(tex.get(el).trim().replace(/\\s+/g, ' ')).slice(0, 90).join('')}$`
+      : `code "${Array.from((el.innerText || '').split('\\n').reduce((a, b) => b.length > a.length ? b : a, '').trim()).slice(0, 80).join('')}"`;
+    out.push(`${what} needs a scrollbar (${Math.round(need)} px in a ${box.clientWidth} px box)`);
+    if (out.length >= 40) break;
+  }
+  return [...new Set(out)];
+}
+"""
+
+
+def scrolls_at_laptop_width(page) -> list[Problem]:
+    """Formulas and cell source code that need a horizontal scrollbar at 1280 px (call at that width)."""
+    return [Problem("overflow", f"at {WIDTHS[0]} px: {m}") for m in page.evaluate(_SCROLLS_AT_LAPTOP_JS)]
+
+
 def output_texts(page) -> list[str]:
     """The text of every text output (text/plain, streams) of the page's code cells."""
     return page.eval_on_selector_all("div.cell_output pre", "els => els.map(e => e.innerText)")
@@ -195,7 +235,10 @@ def captions(page) -> list[Problem]:
 
 
 def verdicts(page, claim_ids: list[str]) -> list[Problem]:
-    """A chapter shows one verdict line for every claim it recorded: the claim id in a cell output."""
+    """A chapter shows one verdict line for every claim it recorded: the claim id in a cell output.  A
+    chapter that recorded no claim at all is a defect too (every chapter asserts what it states)."""
+    if not claim_ids:
+        return [Problem("verdict", "a chapter that recorded no claim: nothing it states is asserted")]
     text = "\n".join(page.eval_on_selector_all("div.cell_output", "els => els.map(e => e.innerText)"))
     missing = [c for c in claim_ids if c not in text]
     if missing:
