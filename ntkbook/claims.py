@@ -13,6 +13,8 @@ scale, when it is inconclusive):
   the precision used;
 * :func:`identity` — an algebraic identity shown as an illustration (recorded, never counted as
   evidence);
+* :func:`illustration` — any other check that is shown but cannot count as evidence (a bound too
+  loose to fail at the sizes measured, a heuristic the paper does not prove), with the reason why;
 * :func:`condition` — a boolean criterion that fits none of the above, stated in words and numbers.
 
 Common keyword arguments: ``ref`` — the paper and its own result number, ``"Liu–Zhu–Belkin 2020,
@@ -70,8 +72,10 @@ Status = Literal["passed", "failed", "inconclusive"]
 
 #: The three papers as claim references name them, ``ref = "<paper>, <result number>"``.
 PAPERS: tuple[str, ...] = ("Liu–Zhu–Belkin 2020", "Liu–Zhu–Belkin 2022", "Oymak–Soltanolkotabi 2020")
-#: Every kind a ledger record can have.  ``identity`` is an illustration, never evidence.
-KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
+#: Every kind a ledger record can have.  ``identity`` and ``illustration`` are illustrations, never evidence.
+KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "illustration")
+#: Kinds shown as illustrations and never counted as evidence (ledger page, index).
+ILLUSTRATION_KINDS: tuple[str, ...] = ("identity", "illustration")
 #: Kinds whose records carry ``window`` and ``rivals``.
 RATE_KINDS: tuple[str, ...] = ("rate", "order")
 STATUSES: tuple[str, ...] = ("passed", "failed", "inconclusive")
@@ -87,7 +91,7 @@ TOLERANCE_RESOLUTION = 1e-3
 #: Significant digits of the numbers in a verdict line.
 SHOWN_DIGITS = 3
 #: Names of the functions that record a claim (a cell calling one of them is a check cell).
-CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
+CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "illustration")
 _CALL = re.compile(r"\bclaims\.(" + "|".join(CLAIM_FUNCTIONS) + r")\s*\(")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
@@ -219,6 +223,11 @@ STATUS_MARKS: dict[str, str] = {"passed": "PASSED", "failed": "FAILED", "inconcl
 def kind_label(kind: str) -> str:
     """How a kind is shown: identities are marked as illustrations."""
     return {"identity": "identity, illustration"}.get(kind, kind)
+
+
+def is_evidence(record: Mapping[str, Any]) -> bool:
+    """Whether a record counts as evidence (every kind but :data:`ILLUSTRATION_KINDS`)."""
+    return record.get("kind") not in ILLUSTRATION_KINDS
 
 
 def verdict_line(record: Mapping[str, Any]) -> str:
@@ -550,6 +559,28 @@ def condition(claim: str, ok: Any, *, criterion: str, ref: str, label: str, erra
             measured=measured, status="passed" if passed else "failed", erratum=erratum)
 
 
+def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str, label: str,
+                 erratum: str | None = None, **measured: Any) -> None:
+    """Show a check that is not evidence: it is recorded and displayed like a claim (kind ``illustration``), and
+    a failure raises like any claim's, but the ledger page and the index never count it as evidence.
+
+    For what passes by construction or by slack at the sizes the book can afford — a guaranteed rate of
+    1 − O(10⁻⁹) per step over a few thousand steps, a heuristic bound the paper does not prove — so that
+    the reader sees it without mistaking it for a test of the result.
+
+    Args:
+        ok: the outcome, a single boolean computed from measurements (never a constant).
+        criterion: the criterion in words and numbers.
+        why: why this is an illustration and not evidence (recorded in the criterion).
+        **measured: the numbers behind it, recorded.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    passed = _boolean(claim, ok)
+    text = f"illustration, not evidence ({_text('why', why)}): {_text('criterion', criterion)}"
+    _record(claim, kind="illustration", ref=ref, label=label, criterion=text, measured=measured,
+            status="passed" if passed else "failed", erratum=erratum)
+
+
 def _boolean(claim: str, condition: Any) -> bool:
     cond = np.asarray(condition)
     if cond.shape != () or cond.dtype != np.bool_:
@@ -560,6 +591,7 @@ def _boolean(claim: str, condition: Any) -> bool:
 __all__ = [
     "CLAIM_FUNCTIONS",
     "FIELDS",
+    "ILLUSTRATION_KINDS",
     "KINDS",
     "PAPERS",
     "RATE_KINDS",
@@ -575,7 +607,9 @@ __all__ = [
     "condition",
     "fmt",
     "identity",
+    "illustration",
     "is_book_ref",
+    "is_evidence",
     "kind_label",
     "ledger_dir",
     "ledger_path",

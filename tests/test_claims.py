@@ -201,6 +201,24 @@ def test_condition(ledger):
     assert rec["criterion"] == "every run reached loss ≤ 1e-6 within 2000 steps"
 
 
+def test_illustration_is_recorded_but_not_evidence(ledger, capsys):
+    claims.illustration("thm-2.6/slow-bound", np.bool_(True), criterion="mean ≤ bound; worst ratio 0.99995",
+                        why="the bound falls by 3e-7 over the run", ref="Oymak–Soltanolkotabi 2020, Eq. (2.10)",
+                        label="thm-9-2-6", worst_ratio=0.99995)
+    with pytest.raises(AssertionError, match=r"FAILED  thm-2\.6/broken  \[illustration\]"):
+        claims.illustration("thm-2.6/broken", False, criterion="c", why="w", ref=P20, label="prop-2-3")
+    with pytest.raises(TypeError, match="why"):
+        claims.illustration("thm-2.6/no-reason", True, criterion="c", why=" ", ref=P20, label="prop-2-3")
+    recs = lines(ledger)
+    assert [(r["kind"], r["status"]) for r in recs] == [("illustration", "passed"), ("illustration", "failed")]
+    assert recs[0]["criterion"] == ("illustration, not evidence (the bound falls by 3e-7 over the run): "
+                                    "mean ≤ bound; worst ratio 0.99995")
+    assert recs[0]["measured"] == {"worst_ratio": 0.99995}
+    assert not claims.is_evidence(recs[0]) and not claims.is_evidence({"kind": "identity"})
+    assert all(claims.is_evidence({"kind": k}) for k in claims.KINDS if k not in claims.ILLUSTRATION_KINDS)
+    assert "PASSED  thm-2.6/slow-bound  [illustration]" in capsys.readouterr().out
+
+
 def test_erratum_is_recorded(ledger):
     claims.rate("ex-2-relu/random-direction", M, power_law(-0.75, 0.02), predicted=-0.75, window=(-0.85, -0.65),
                 rivals={"m^-1/2 (the book's old claim)": -0.5, "m^-1": -1.0}, allowance="±0.1: sign cancellations",
@@ -299,7 +317,7 @@ def test_verdict_html_and_line_agree():
 
 def test_calls_claims():
     assert claims.calls_claims("nb.claims.rate(\n 'x', ...)")
-    for name in ("bound", "rate", "order", "close", "identity", "condition"):
+    for name in ("bound", "rate", "order", "close", "identity", "condition", "illustration"):
         assert claims.calls_claims(f"nb.claims.{name}('a', ok, ref=r, label=l)")
     assert set(claims.CLAIM_FUNCTIONS) == set(claims.KINDS)
     for removed in ("check", "check_all_leq", "check_between", "check_close"):  # the removed legacy interface

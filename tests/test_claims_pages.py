@@ -88,6 +88,8 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
         claims.start("01-chapter", scale="ci")
         claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref=f"{P}, Prop. 2.3", label="prop-2-3")
         claims.identity("prop-2.3/identity", 1.0, 1.0, rtol=1e-12, ref=f"{P}, Prop. 2.3", label="prop-2-3")
+        claims.illustration("prop-2.3/loose-bound", True, criterion="measured ≤ bound; worst ratio 0.01",
+                            why="the bound is 100 times too loose to fail", ref=f"{P}, Prop. 2.3", label="prop-2-3")
         m = np.repeat([64.0, 256.0, 1024.0, 4096.0], 3)
         claims.rate("prop-2.3/relu-rate", m, m**-0.75 * np.exp(0.01 * np.sin(m)), predicted=-0.75,
                     window=(-0.85, -0.65), rivals={"m^-1/2": -0.5}, allowance="±0.1", ref="book, ReLU kernel change",
@@ -175,10 +177,12 @@ def test_ledger_page_lists_every_claim_of_the_build(site):
     out, warnings = site
     assert "ntkbook" not in warnings, warnings
     page = (out / "claims-ledger.html").read_text()
-    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/relu-rate", "prop-2.3/condition"):
+    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/loose-bound", "prop-2.3/relu-rate",
+                  "prop-2.3/condition"):
         assert claim in page
-    assert "4 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
-    assert "1 identity shown as illustrations, not counted as evidence" in page and "identity, illustration" in page
+    assert "5 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
+    assert "1 identity and 1 other check shown as illustrations, not counted as evidence" in page
+    assert "identity, illustration" in page and "[illustration]" in page
     assert "No claims were recorded" not in page
     assert 'href="01-chapter.html#prop-2-3"' in page  # each claim links to its statement block
     assert "ntkbook-badge ntkbook-passed" in page
@@ -234,7 +238,7 @@ def test_missing_or_empty_ledger_fails_the_build(tmp_path):
 def test_a_corrupt_ledger_stops_the_build(tmp_path):
     from sphinx.errors import SphinxError
 
-    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 5 is not valid JSON") as info:
+    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 6 is not valid JSON") as info:
         build(tmp_path, ledger="corrupt")
     assert "corrupt" in str(info.value)
 
