@@ -421,7 +421,7 @@ def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindo
     criterion = (f"{quantity} ∝ {variable}^a: a = {fmt(values['slope'])} ± {fmt(values['stderr'], 2)} "
                  f"(95% CI [{fmt(values['ci_low'])}, {fmt(values['ci_high'])}], {fit.n} points, "
                  f"{variable} {fmt(values['x_min'], 4)}–{fmt(values['x_max'], 4)}); "
-                 f"window [{fmt(win['low'])}, {fmt(win['high'])}] around {fmt(win['predicted'])}; "
+                 f"window [{fmt(win['low'])}, {fmt(win['high'])}) around {fmt(win['predicted'])}; "
                  f"rivals {rival_text}")
     _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=decision.status,
             window=win, rivals=rivals, erratum=erratum)
@@ -442,8 +442,9 @@ def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, f
         claim: the claim id.
         x, y: positive values (same number of points).
         predicted: the exponent the theory predicts.
-        window: ``(low, high)``, fixed before measuring around ``predicted``; must contain
-            ``predicted`` and no rival (``ValueError`` otherwise).  Never derived from the fit.
+        window: ``(low, high)``, the half-open window [low, high), fixed before measuring around
+            ``predicted``; must contain ``predicted`` and no rival (``ValueError`` otherwise).  Never
+            derived from the fit.
         rivals: name → exponent of the alternatives the data must rule out, e.g.
             ``{"Θ(1)": 0.0, "m^-3/4": -0.75}`` (at least one).
         allowance: the text that justifies the window's width (finite-size reasoning), as the chapter
@@ -467,11 +468,12 @@ def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], r
     A rate claim (same fit, same rule) with the standard windows of
     :data:`ntkbook.fitting.ORDER_WINDOWS`:
 
-    * ``"constant"``: predicted 0, window [−1/4, 1/4], rivals m^-1/2 (−1/2) and m^+1/2 (+1/2);
-    * ``"decay"``: predicted −1/2, window [−2, −1/4], rival Θ(1) (0).
+    * ``"constant"``: predicted 0, window [−1/4, 1/4), rivals m^-1/2 (−1/2) and m^+1/2 (+1/2);
+    * ``"decay"``: predicted −1/2, window [−2, −1/4), rival Θ(1) (0).
 
     Each window ends half-way between the prediction and the nearest rival, so the data decide for
-    the nearer exponent, and the 95% interval must rule out the other.
+    the nearer exponent, and the 95% interval must rule out the other.  Windows are half-open
+    (:class:`ntkbook.fitting.RateWindow`), so the meeting point −1/4 is Θ(1), never both.
     """
     claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
     V.choice("expect", expect, fitting.ORDER_WINDOWS)
