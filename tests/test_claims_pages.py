@@ -68,6 +68,7 @@ INDEX = textwrap.dedent("""\
         measured_by: [ntkbook.norms.norm_221]
         coverage: measured
         note: ""
+        erratum: "Eq. 7 drops the gradient norms: the proof gives epsR times their sum."
       - ref: "supp. Lemma F.1"
         kind: lemma
         title: "Spectral norms of initial weight matrices"
@@ -78,6 +79,7 @@ INDEX = textwrap.dedent("""\
         measured_by: []
         coverage: not-covered
         note: "A random-matrix fact used in a proof; not measured."
+        erratum: "The proof cites a bound with constant 2 where it uses 3."
     """)
 
 
@@ -206,9 +208,22 @@ def test_index_rows_are_joined_with_their_claims(site):
 def test_errata_page_lists_the_claims_with_an_erratum(site):
     out, _ = site
     page = (out / "errata.html").read_text()
-    assert "1 erratum, each documented by a claim checked in this build." in page
-    assert "The paper’s rate m^-1/2 does not hold for ReLU" in page or "The paper's rate m^-1/2" in page
-    assert "prop-2.3/relu-rate" in page and "prop-2.3/bound-holds" not in page
+    assert "3 errata: 1 documented by a claim checked in this build, 2 shown in the text or the index" in page
+    measured = page[page.index("Measured in this build"):page.index("Shown in the text")]
+    assert "The paper’s rate m^-1/2 does not hold for ReLU" in measured or "The paper's rate m^-1/2" in measured
+    assert "prop-2.3/relu-rate" in measured and "prop-2.3/bound-holds" not in page
+
+
+def test_errata_page_lists_the_index_rows_with_an_erratum_and_where_they_are_shown(site):
+    out, _ = site
+    page = (out / "errata.html").read_text()
+    shown = page[page.index("Shown in the text"):]
+    first, second = shown.index("Eq. 7 drops the gradient norms"), shown.index("cites a bound with constant 2")
+    assert first < second  # in the order of the index
+    assert 'href="01-chapter.html#prop-2-3"' in shown[:second]  # where it is shown: its statement block
+    assert "Liu–Zhu–Belkin 2020, supp. Lemma F.1" in shown
+    assert "Index of results (row supp. Lemma F.1 of Liu–Zhu–Belkin 2020); not in a chapter" in shown[first:]
+    assert shown.count("not measured") == 2
 
 
 def test_runtime_box_reports_this_builds_execution(site):
@@ -271,6 +286,35 @@ def _results_index():
     finally:
         sys.path.remove(str(EXT))
     return results_index
+
+
+def test_a_malformed_erratum_field_is_a_problem(tmp_path):
+    ri = _results_index()
+    (tmp_path / "liu2020.yaml").write_text(INDEX.replace('erratum: "The proof cites a bound with constant 2 where it '
+                                                         'uses 3."', 'erratum: ""'))
+    _, problems = ri.load_index(tmp_path)
+    assert problems == ["liu2020.yaml: 'supp. Lemma F.1': erratum must be a non-empty text (leave the field out "
+                        "when there is none)"]
+
+
+#: Errata the book documents in its text or index notes without a claim (issue 15): each must have an
+#: ``erratum`` field, so that the Errata page lists it.
+DOCUMENTED_ERRATA = {
+    "liu2020": ["Eq. 16", "Eq. 21", "Thm. 4.1", "Eq. 48", "Lemma F.3", "Lemma F.4", "Eq. 85"],
+    "liu2022": ["Eq. 15", "Thm. 4", "Eq. 22"],
+    "oymak2020": ["Cor. 2.4", "Thm. 3.2", "Thm. 6.2", "Eq. (6.18)", "Lemma C.2", "Lemma G.4", "Lemma H.1", "Thm. I.1"],
+}
+
+
+def test_the_errata_the_book_documents_are_on_the_errata_page():
+    ri = _results_index()
+    papers, problems = ri.load_index(ri.RESULTS_DIR)
+    assert not problems, problems
+    listed = {(p["paper"], r["ref"]) for p, r in ri.index_errata(papers)}
+    missing = [(paper, ref) for paper, refs in DOCUMENTED_ERRATA.items() for ref in refs if (paper, ref) not in listed]
+    assert not missing, f"errata without an erratum field (not on the Errata page): {missing}"
+    for _, row in ri.index_errata(papers):
+        assert len(row["erratum"]) > 40, row["ref"]  # a sentence, not a placeholder
 
 
 def test_the_books_index_data_is_well_formed():

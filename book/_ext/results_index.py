@@ -17,6 +17,7 @@ Index data (one file per paper; format fixed)::
         measured_by: [ntkbook.experiments.tangent_kernel.kernel_change_in_ball]
         coverage: measured         # measured | illustrated | stated | not-covered
         note: ""                   # for stated / not-covered: why, and what is shown instead
+        erratum: "..."             # optional: where the paper is wrong, as the book shows in its text
 
 A claim belongs to a row when its ``ref`` is ``citation + ", " + ref`` of the row.  Claims whose ref is
 the book's own (``"book, ..."``) are listed after the papers; typed claims whose ref names no row are
@@ -26,8 +27,11 @@ whose label no statement block has or that sits in another chapter than the row 
 chapter uses typed claims) a row marked ``measured`` whose chapter was executed but recorded no claim
 for it is a warning too.
 
-The Errata page lists every claim of this build that carries an ``erratum``: the paper's statement
-(from the index row), the erratum, the measurement and its status.
+The Errata page lists every claim of this build that carries an ``erratum`` (the paper's statement from
+the index row, the erratum, the measurement and its status), then every index row with an ``erratum``
+field: the errata the book documents in its text or in the index without a claim that measures them
+(a wrong reference, a typo in a proof, a constant the proof does not deliver), each with where the book
+shows it (the statement block, the chapter, or the index row itself).
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ RESULT_KINDS = ("definition", "assumption", "proposition", "lemma", "theorem", "
                 "figure", "table", "section")
 COVERAGE = ("measured", "illustrated", "stated", "not-covered")
 ROW_FIELDS = ("ref", "kind", "title", "statement", "where", "chapter", "label", "measured_by", "coverage", "note")
+OPTIONAL_ROW_FIELDS = ("erratum",)
 logger = logging.getLogger(__name__)
 
 
@@ -114,7 +119,7 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
                 problems.append(f"{where}: expected a mapping")
                 continue
             missing = [f for f in ROW_FIELDS if f not in row]
-            extra = sorted(set(row) - set(ROW_FIELDS))
+            extra = sorted(set(row) - set(ROW_FIELDS) - set(OPTIONAL_ROW_FIELDS))
             if missing or extra:
                 problems.append(f"{where} ({row.get('ref')!r}): missing fields {missing}, unknown fields {extra}")
                 continue
@@ -132,6 +137,8 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
             if row["coverage"] in ("stated", "not-covered") and not str(row["note"] or "").strip():
                 problems.append(f"{where}: coverage {row['coverage']!r} needs a note saying why and what is shown "
                                 "instead")
+            if "erratum" in row and (not isinstance(row["erratum"], str) or not row["erratum"].strip()):
+                problems.append(f"{where}: erratum must be a non-empty text (leave the field out when there is none)")
             if row["label"] and not row["chapter"]:
                 problems.append(f"{where}: a label needs its chapter")
             if not isinstance(row["measured_by"], list):
@@ -144,6 +151,11 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
 
 def full_ref(paper: dict[str, Any], row: dict[str, Any]) -> str:
     return f"{paper['citation']}, {row['ref']}"
+
+
+def index_errata(papers: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(paper, row) for every index row with an ``erratum`` field, in the order of the index."""
+    return [(p, r) for p in papers for r in p["results"] if isinstance(r.get("erratum"), str) and r["erratum"].strip()]
 
 
 def index_refs(papers: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
@@ -328,32 +340,58 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     return content
 
 
+def _paper_cell(ref: str, row: dict[str, Any] | None) -> list[nodes.Node]:
+    result = nodes.paragraph()
+    result += nodes.strong(text=ref)
+    cells: list[nodes.Node] = [result]
+    if row is not None:
+        result += nodes.Text(f" — {row['title']}")
+        cells.append(nodes.paragraph(text=str(row["statement"]), classes=["ntkbook-statement"]))
+    return cells
+
+
 def errata_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     papers, _ = load_index(results_dir(app))
     refs = index_refs(papers)
     errata = [(stem, r) for stem, r in all_records(app) if r.get("erratum")]
+    documented = index_errata(papers)
     content: list[nodes.Node] = []
-    if not errata:
-        content.append(nodes.paragraph(text="No claim checked in this build documents an erratum."))
+    if not errata and not documented:
+        content.append(nodes.paragraph(text="No claim checked in this build and no row of the index documents an "
+                                            "erratum."))
         return content
-    content.append(nodes.paragraph(text=f"{plural(len(errata), 'erratum', 'errata')}, each documented by a claim "
-                                        "checked in this build."))
-    rows = []
-    for _, rec in errata:
-        ref = str(rec.get("ref", ""))
-        result = nodes.paragraph()
-        result += nodes.strong(text=ref)
-        cells: list[nodes.Node] = [result]
-        if ref in refs:
-            _, row = refs[ref]
-            result += nodes.Text(f" — {row['title']}")
-            cells.append(nodes.paragraph(text=str(row["statement"]), classes=["ntkbook-statement"]))
-        where = nodes.paragraph()
-        link = label_link(app, docname, rec.get("label"))
-        where += link if link is not None else nodes.Text(str(rec.get("label") or "—"))
-        rows.append([cells, nodes.paragraph(text=str(rec["erratum"])), verdict_node(rec), where])
-    content.append(make_table(["the paper", "what the book finds", "measurement", "in the book"], rows,
-                              [25, 35, 28, 12], ["ntkbook-errata"]))
+    content.append(nodes.paragraph(text=f"{plural(len(errata) + len(documented), 'erratum', 'errata')}: "
+                                        f"{len(errata)} documented by a claim checked in this build, "
+                                        f"{len(documented)} shown in the text or the index without a claim."))
+    header = ["the paper", "what the book finds", "measurement", "in the book"]
+    if errata:
+        section = nodes.section(ids=["errata-measured"])
+        section += nodes.title(text="Measured in this build")
+        rows = []
+        for _, rec in errata:
+            ref = str(rec.get("ref", ""))
+            where = nodes.paragraph()
+            link = label_link(app, docname, rec.get("label"))
+            where += link if link is not None else nodes.Text(str(rec.get("label") or "—"))
+            rows.append([_paper_cell(ref, refs[ref][1] if ref in refs else None),
+                         nodes.paragraph(text=str(rec["erratum"])), verdict_node(rec), where])
+        section += make_table(header, rows, [25, 35, 28, 12], ["ntkbook-errata"])
+        content.append(section)
+    if documented:
+        section = nodes.section(ids=["errata-documented"])
+        section += nodes.title(text="Shown in the text")
+        section += nodes.paragraph(text="Errata the book shows by an argument, a counterexample in the text or a "
+                                        "reading of the proof, with no claim that measures them.")
+        rows = []
+        for paper, row in documented:
+            where = _where(app, docname, row)
+            if not row.get("chapter"):
+                where = nodes.paragraph(text=f"the Index of results (row {row['ref']} of {paper['citation']}); "
+                                             "not in a chapter")
+            rows.append([_paper_cell(full_ref(paper, row), row), nodes.paragraph(text=str(row["erratum"]).strip()),
+                         nodes.paragraph(text="not measured", classes=["ntkbook-coverage"]), where])
+        section += make_table(header, rows, [25, 35, 16, 24], ["ntkbook-errata"])
+        content.append(section)
     return content
 
 
