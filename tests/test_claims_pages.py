@@ -107,7 +107,8 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
             os.environ["NTKBOOK_LEDGER_DIR"] = old
 
 
-def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False) -> tuple[Path, str]:
+def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False, index: str = INDEX,
+          strict: bool = False) -> tuple[Path, str]:
     """Build the tiny project; return (html dir, warnings).  ``execute``: myst-nb runs the notebook
     (a real check cell recording into the ledger) instead of reading pre-computed outputs."""
     from sphinx.application import Sphinx
@@ -129,7 +130,7 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
     (src / "errata.md").write_text("# Errata\n\n```{errata}\n```\n")
     data = tmp_path / "data"
     data.mkdir()
-    (data / "liu2020.yaml").write_text(INDEX)
+    (data / "liu2020.yaml").write_text(index)
     led = tmp_path / "ledger"
     led.mkdir()
     if ledger == "full":
@@ -150,6 +151,7 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
         numfig = True
         ntkbook_ledger_dir = {str(led)!r}
         ntkbook_results_dir = {str(data)!r}
+        ntkbook_index_strict = {strict!r}
         exclude_patterns = ["_build"]
         """))
     warnings = io.StringIO()
@@ -274,6 +276,64 @@ def test_a_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
     assert "x/unknown" in page[page.index("not in the index"):]
 
 
+STRICT_ROWS = textwrap.indent(textwrap.dedent("""\
+      - ref: "Eq. 7"
+        kind: equation
+        title: "Prop. 2.3"
+        statement: "|K(w) - K(w0)| = O(eps R)"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: prop-2-3
+        measured_by: []
+        coverage: measured
+        note: ""
+        claims: [prop-2.3/bound-*]
+      - ref: "Eq. 8"
+        kind: equation
+        title: "An identity"
+        statement: "a = a"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: null
+        measured_by: []
+        coverage: measured
+        note: ""
+        claims: [prop-2.3/identity]
+      - ref: "Eq. 9"
+        kind: equation
+        title: "Another"
+        statement: "b = b"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: null
+        measured_by: []
+        coverage: illustrated
+        note: ""
+        claims: [prop-2.3/no-such-*]
+    """), "  ")
+
+
+def test_strict_index_needs_evidence_for_a_measured_row_and_live_claim_links(tmp_path):
+    out, warnings = build(tmp_path, index=INDEX + STRICT_ROWS, strict=True)
+    problems = [line for line in warnings.splitlines() if "index of results" in line]
+    assert len(problems) == 2, warnings
+    assert any("'Liu–Zhu–Belkin 2020, Eq. 8' is marked measured" in p and "evidence" in p for p in problems)
+    assert any("'Liu–Zhu–Belkin 2020, Eq. 9' names claims 'prop-2.3/no-such-*'" in p for p in problems)
+    page = (out / "index-of-results.html").read_text()
+    row = page[page.index("Eq. 7</strong>"):page.index("Eq. 8</strong>")]
+    assert "prop-2.3/bound-holds" in row  # linked through the row's claims pattern
+    assert "prop-2.3/identity" not in row and "prop-2.3/condition" not in row
+    _, warnings = build(tmp_path / "lax", index=INDEX + STRICT_ROWS, strict=False)
+    assert "is marked measured" not in warnings and "names claims" not in warnings
+
+
+def test_the_books_build_is_strict():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["ntkbook_index_strict"] is True
+
+
 # ---------------------------------------------------------------------------------------------
 # Real data and ledgers
 # ---------------------------------------------------------------------------------------------
@@ -334,6 +394,20 @@ def _real_ledger_dirs() -> list[Path]:
     dirs = [Path(os.environ["NTKBOOK_LEDGER_DIR"])] if os.environ.get("NTKBOOK_LEDGER_DIR") else []
     dirs.append(ROOT / "_build" / "ledger")
     return [d for d in dirs if d.is_dir() and any(d.rglob("*.jsonl"))]
+
+
+def test_a_real_ledger_satisfies_the_strict_index():
+    """Against a full execution's ledgers (every chapter): no measured row without evidence, no dead link."""
+    ri = _results_index()
+    dirs = _real_ledger_dirs()
+    if not ri.RESULTS_DIR.is_dir() or not dirs:
+        pytest.skip("no index data or no ledger directory with ledgers")
+    papers, _ = ri.load_index(ri.RESULTS_DIR)
+    for d in dirs:
+        ledgers = claims.read_ledgers(d)
+        records = [(stem, r) for stem, recs in ledgers.items() for r in recs]
+        problems = ri.strict_problems(papers, ledgers, records)
+        assert not problems, f"{d}:\n" + "\n".join(problems)
 
 
 def test_every_claim_ref_in_a_ledger_names_a_row_of_the_index():

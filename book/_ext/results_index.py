@@ -18,14 +18,17 @@ Index data (one file per paper; format fixed)::
         coverage: measured         # measured | illustrated | stated | not-covered
         note: ""                   # for stated / not-covered: why, and what is shown instead
         erratum: "..."             # optional: where the paper is wrong, as the book shows in its text
+        claims: [prop-2.3/*]       # optional: claims with another ref that measure this row (ids, fnmatch)
 
-A claim belongs to a row when its ``ref`` is ``citation + ", " + ref`` of the row.  Claims whose ref is
+A claim belongs to a row when its ``ref`` is ``citation + ", " + ref`` of the row, or when its id matches one of
+the row's ``claims`` patterns (an equation checked by the claim of its theorem, say).  Claims whose ref is
 the book's own (``"book, ..."``) are listed after the papers; typed claims whose ref names no row are
 listed too, and each is a warning (an error under ``-W``).  Other warnings: malformed data, a row
 whose label no statement block has or that sits in another chapter than the row says, a
-``measured_by`` name the package does not have.  With ``ntkbook_index_strict = True`` (set once every
-chapter uses typed claims) a row marked ``measured`` whose chapter was executed but recorded no claim
-for it is a warning too.
+``measured_by`` name the package does not have.  With ``ntkbook_index_strict = True`` (``_config.yml``
+sets it) a row marked ``measured`` whose chapter was executed but has no claim that counts as evidence
+(identities and illustrations do not: such a row is ``illustrated``) is a warning too, and so is a
+``claims`` pattern of a row whose chapter was executed that matches no claim of this build.
 
 The Errata page lists every claim of this build that carries an ``erratum`` (the paper's statement from
 the index row, the erratum, the measurement and its status), then every index row with an ``erratum``
@@ -36,13 +39,14 @@ shows it (the statement block, the chapter, or the index row itself).
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 from pathlib import Path
 from typing import Any
 
 import yaml
 from docutils import nodes
-from ntkbook.claims import is_book_ref
+from ntkbook.claims import is_book_ref, is_evidence
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -67,7 +71,7 @@ RESULT_KINDS = ("definition", "assumption", "proposition", "lemma", "theorem", "
                 "figure", "table", "section")
 COVERAGE = ("measured", "illustrated", "stated", "not-covered")
 ROW_FIELDS = ("ref", "kind", "title", "statement", "where", "chapter", "label", "measured_by", "coverage", "note")
-OPTIONAL_ROW_FIELDS = ("erratum",)
+OPTIONAL_ROW_FIELDS = ("erratum", "claims")
 logger = logging.getLogger(__name__)
 
 
@@ -139,6 +143,10 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
                                 "instead")
             if "erratum" in row and (not isinstance(row["erratum"], str) or not row["erratum"].strip()):
                 problems.append(f"{where}: erratum must be a non-empty text (leave the field out when there is none)")
+            if "claims" in row and (not isinstance(row["claims"], list) or not row["claims"]
+                                    or not all(isinstance(c, str) and c.strip() for c in row["claims"])):
+                problems.append(f"{where}: claims must be a non-empty list of claim ids or fnmatch patterns")
+                row = {k: v for k, v in row.items() if k != "claims"}
             if row["label"] and not row["chapter"]:
                 problems.append(f"{where}: a label needs its chapter")
             if not isinstance(row["measured_by"], list):
@@ -165,6 +173,16 @@ def index_refs(papers: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], 
 
 def all_records(app: Sphinx) -> list[tuple[str, dict[str, Any]]]:
     return [(stem, r) for stem, recs in book_ledgers(app).items() for r in recs]
+
+
+def row_records(paper: dict[str, Any], row: dict[str, Any],
+                records: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The claims of a row: those whose ref is the row's, then those whose id matches a ``claims`` pattern."""
+    ref = full_ref(paper, row)
+    patterns = row.get("claims") or []
+    return [(stem, r) for stem, r in records if str(r.get("ref", "")) == ref] + [
+        (stem, r) for stem, r in records if str(r.get("ref", "")) != ref
+        and any(fnmatch.fnmatchcase(str(r.get("claim", "")), p) for p in patterns)]
 
 
 def python_object_exists(dotted: str) -> bool:
@@ -212,14 +230,30 @@ def index_problems(app: Sphinx) -> list[str]:
             if not is_book_ref(ref) and ref not in refs:
                 problems.append(f"claim {rec.get('claim')!r} of {stem}: ref {ref!r} names no row of the index")
         if app.config.ntkbook_index_strict:
-            claimed = {str(r.get("ref")) for _, r in all_records(app)}
-            for ref, (_, row) in refs.items():
-                if row["coverage"] != "measured" or ref in claimed or not row["chapter"]:
-                    continue
-                doc = docs.get(row["chapter"])
-                if doc is not None and execution_of(app, doc) is not None and row["chapter"] in ledgers:
-                    problems.append(f"index row {ref!r} is marked measured, but chapter {row['chapter']!r} "
-                                    "recorded no claim for it in this build")
+            executed = {stem: recs for stem, recs in ledgers.items()
+                        if stem in docs and execution_of(app, docs[stem]) is not None}
+            problems += strict_problems(papers, executed, all_records(app))
+    return problems
+
+
+def strict_problems(papers: list[dict[str, Any]], executed: dict[str, list[dict[str, Any]]],
+                    records: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The checks of ``ntkbook_index_strict`` for the rows whose chapter is in ``executed`` (chapter stem →
+    its ledger, for the chapters executed for this build): a row marked ``measured`` needs a claim that
+    counts as evidence, and every ``claims`` pattern must match a claim of this build (``records``)."""
+    problems = []
+    for paper in papers:
+        for row in paper["results"]:
+            if row["chapter"] not in executed:
+                continue
+            ref = full_ref(paper, row)
+            for pattern in row.get("claims") or []:
+                if not any(fnmatch.fnmatchcase(str(r.get("claim", "")), pattern) for _, r in records):
+                    problems.append(f"index row {ref!r} names claims {pattern!r}, but this build recorded none")
+            if row["coverage"] == "measured" and not any(is_evidence(r) for _, r in row_records(paper, row, records)):
+                problems.append(f"index row {ref!r} is marked measured, but chapter {row['chapter']!r} recorded no "
+                                "claim for it that counts as evidence in this build (link the claim that measures "
+                                "it in 'claims', or say what the row is: illustrated, stated)")
     return problems
 
 
@@ -281,7 +315,7 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     refs = index_refs(papers)
     content: list[nodes.Node] = []
     n_rows = sum(len(p["results"]) for p in papers)
-    n_claimed = sum(1 for ref in refs if by_ref.get(ref))
+    n_claimed = sum(1 for paper in papers for row in paper["results"] if row_records(paper, row, records))
     content.append(nodes.paragraph(text=f"{plural(n_rows, 'numbered result')} of the three papers, "
                                         f"{n_claimed} with claims checked in this build "
                                         f"({plural(len(records), 'claim')} in all)."))
@@ -306,7 +340,7 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
                     measured += nodes.Text(", " if i else "")
                     measured += _api_link(app, docname, str(name))
                 where.append(measured)
-            rows.append([[result, statement], where, _claims_cell(by_ref.get(full_ref(paper, row), []), row)])
+            rows.append([[result, statement], where, _claims_cell(row_records(paper, row, records), row)])
         section += make_table(["result", "in the book", "claims in this build"], rows, [36, 24, 40],
                               ["ntkbook-index"])
         content.append(section)
