@@ -148,6 +148,7 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
         sys.path.insert(0, {str(EXT)!r})
         extensions = ["myst_nb", "sphinx_proof", "claims_ledger", "results_index", "runtimes"]
         nb_execution_mode = {"force" if execute else "off"!r}
+        nb_execution_timeout = 600  # importing ntkbook (JAX) in a fresh kernel took over 30 s on a loaded machine
         numfig = True
         ntkbook_ledger_dir = {str(led)!r}
         ntkbook_results_dir = {str(data)!r}
