@@ -13,6 +13,8 @@ scale, when it is inconclusive):
   the precision used;
 * :func:`identity` — an algebraic identity shown as an illustration (recorded, never counted as
   evidence);
+* :func:`illustration` — any other check that is shown but cannot count as evidence (a bound too
+  loose to fail at the sizes measured, a heuristic the paper does not prove), with the reason why;
 * :func:`condition` — a boolean criterion that fits none of the above, stated in words and numbers.
 
 Common keyword arguments: ``ref`` — the paper and its own result number, ``"Liu–Zhu–Belkin 2020,
@@ -70,8 +72,10 @@ Status = Literal["passed", "failed", "inconclusive"]
 
 #: The three papers as claim references name them, ``ref = "<paper>, <result number>"``.
 PAPERS: tuple[str, ...] = ("Liu–Zhu–Belkin 2020", "Liu–Zhu–Belkin 2022", "Oymak–Soltanolkotabi 2020")
-#: Every kind a ledger record can have.  ``identity`` is an illustration, never evidence.
-KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
+#: Every kind a ledger record can have.  ``identity`` and ``illustration`` are illustrations, never evidence.
+KINDS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "illustration")
+#: Kinds shown as illustrations and never counted as evidence (ledger page, index).
+ILLUSTRATION_KINDS: tuple[str, ...] = ("identity", "illustration")
 #: Kinds whose records carry ``window`` and ``rivals``.
 RATE_KINDS: tuple[str, ...] = ("rate", "order")
 STATUSES: tuple[str, ...] = ("passed", "failed", "inconclusive")
@@ -87,7 +91,7 @@ TOLERANCE_RESOLUTION = 1e-3
 #: Significant digits of the numbers in a verdict line.
 SHOWN_DIGITS = 3
 #: Names of the functions that record a claim (a cell calling one of them is a check cell).
-CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition")
+CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity", "condition", "illustration")
 _CALL = re.compile(r"\bclaims\.(" + "|".join(CLAIM_FUNCTIONS) + r")\s*\(")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
@@ -219,6 +223,11 @@ STATUS_MARKS: dict[str, str] = {"passed": "PASSED", "failed": "FAILED", "inconcl
 def kind_label(kind: str) -> str:
     """How a kind is shown: identities are marked as illustrations."""
     return {"identity": "identity, illustration"}.get(kind, kind)
+
+
+def is_evidence(record: Mapping[str, Any]) -> bool:
+    """Whether a record counts as evidence (every kind but :data:`ILLUSTRATION_KINDS`)."""
+    return record.get("kind") not in ILLUSTRATION_KINDS
 
 
 def verdict_line(record: Mapping[str, Any]) -> str:
@@ -412,7 +421,7 @@ def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindo
     criterion = (f"{quantity} ∝ {variable}^a: a = {fmt(values['slope'])} ± {fmt(values['stderr'], 2)} "
                  f"(95% CI [{fmt(values['ci_low'])}, {fmt(values['ci_high'])}], {fit.n} points, "
                  f"{variable} {fmt(values['x_min'], 4)}–{fmt(values['x_max'], 4)}); "
-                 f"window [{fmt(win['low'])}, {fmt(win['high'])}] around {fmt(win['predicted'])}; "
+                 f"window [{fmt(win['low'])}, {fmt(win['high'])}) around {fmt(win['predicted'])}; "
                  f"rivals {rival_text}")
     _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=decision.status,
             window=win, rivals=rivals, erratum=erratum)
@@ -433,8 +442,9 @@ def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, f
         claim: the claim id.
         x, y: positive values (same number of points).
         predicted: the exponent the theory predicts.
-        window: ``(low, high)``, fixed before measuring around ``predicted``; must contain
-            ``predicted`` and no rival (``ValueError`` otherwise).  Never derived from the fit.
+        window: ``(low, high)``, the half-open window [low, high), fixed before measuring around
+            ``predicted``; must contain ``predicted`` and no rival (``ValueError`` otherwise).  Never
+            derived from the fit.
         rivals: name → exponent of the alternatives the data must rule out, e.g.
             ``{"Θ(1)": 0.0, "m^-3/4": -0.75}`` (at least one).
         allowance: the text that justifies the window's width (finite-size reasoning), as the chapter
@@ -458,11 +468,12 @@ def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], r
     A rate claim (same fit, same rule) with the standard windows of
     :data:`ntkbook.fitting.ORDER_WINDOWS`:
 
-    * ``"constant"``: predicted 0, window [−1/4, 1/4], rivals m^-1/2 (−1/2) and m^+1/2 (+1/2);
-    * ``"decay"``: predicted −1/2, window [−2, −1/4], rival Θ(1) (0).
+    * ``"constant"``: predicted 0, window [−1/4, 1/4), rivals m^-1/2 (−1/2) and m^+1/2 (+1/2);
+    * ``"decay"``: predicted −1/2, window [−2, −1/4), rival Θ(1) (0).
 
     Each window ends half-way between the prediction and the nearest rival, so the data decide for
-    the nearer exponent, and the 95% interval must rule out the other.
+    the nearer exponent, and the 95% interval must rule out the other.  Windows are half-open
+    (:class:`ntkbook.fitting.RateWindow`), so the meeting point −1/4 is Θ(1), never both.
     """
     claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
     V.choice("expect", expect, fitting.ORDER_WINDOWS)
@@ -550,6 +561,28 @@ def condition(claim: str, ok: Any, *, criterion: str, ref: str, label: str, erra
             measured=measured, status="passed" if passed else "failed", erratum=erratum)
 
 
+def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str, label: str,
+                 erratum: str | None = None, **measured: Any) -> None:
+    """Show a check that is not evidence: it is recorded and displayed like a claim (kind ``illustration``), and
+    a failure raises like any claim's, but the ledger page and the index never count it as evidence.
+
+    For what passes by construction or by slack at the sizes the book can afford — a guaranteed rate of
+    1 − O(10⁻⁹) per step over a few thousand steps, a heuristic bound the paper does not prove — so that
+    the reader sees it without mistaking it for a test of the result.
+
+    Args:
+        ok: the outcome, a single boolean computed from measurements (never a constant).
+        criterion: the criterion in words and numbers.
+        why: why this is an illustration and not evidence (recorded in the criterion).
+        **measured: the numbers behind it, recorded.
+    """
+    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    passed = _boolean(claim, ok)
+    text = f"illustration, not evidence ({_text('why', why)}): {_text('criterion', criterion)}"
+    _record(claim, kind="illustration", ref=ref, label=label, criterion=text, measured=measured,
+            status="passed" if passed else "failed", erratum=erratum)
+
+
 def _boolean(claim: str, condition: Any) -> bool:
     cond = np.asarray(condition)
     if cond.shape != () or cond.dtype != np.bool_:
@@ -560,6 +593,7 @@ def _boolean(claim: str, condition: Any) -> bool:
 __all__ = [
     "CLAIM_FUNCTIONS",
     "FIELDS",
+    "ILLUSTRATION_KINDS",
     "KINDS",
     "PAPERS",
     "RATE_KINDS",
@@ -575,7 +609,9 @@ __all__ = [
     "condition",
     "fmt",
     "identity",
+    "illustration",
     "is_book_ref",
+    "is_evidence",
     "kind_label",
     "ledger_dir",
     "ledger_path",

@@ -130,12 +130,19 @@ def ci_position(fit: PowerLawFit, value: float) -> Literal["below", "inside", "a
 
 @dataclass(frozen=True)
 class RateWindow:
-    """A rate claim's window, fixed before measuring.
+    """A rate claim's window, fixed before measuring: the half-open interval [low, high).
+
+    Half-open so that adjacent windows never share a point: the Θ(1) window [−1/4, 1/4) and a decay
+    window [−2, −1/4) or [−3/4, −1/4) meet at −1/4, the point half-way between 0 and −1/2, and with
+    both ends closed one fitted exponent of exactly −1/4 would confirm Θ(1) and decay at once.  With
+    every window closed below and open above, windows that meet tile the exponent axis, and each
+    exponent belongs to at most one of them (the standard convention for a partition of the line;
+    which side gets the meeting point is immaterial for a continuous fit, that it is one side is not).
 
     Attributes:
         predicted: the exponent the theory predicts.
-        low: lower end of the window (closed).
-        high: upper end of the window (closed).
+        low: lower end of the window (included).
+        high: upper end of the window (excluded).
         rivals: (name, exponent) pairs the data must rule out, e.g. ``(("Θ(1)", 0.0),)``.
         allowance: the reason for the window's width, in words (finite-size corrections, log
             factors); the chapter states it next to the claim.
@@ -161,8 +168,8 @@ class RateWindow:
             object.__setattr__(self, name, float(value))
         if not self.low < self.high:
             raise ValueError(f"window must be (low, high) with low < high, got ({self.low}, {self.high})")
-        if not self.low <= self.predicted <= self.high:
-            raise ValueError(f"window [{self.low}, {self.high}] does not contain the predicted exponent "
+        if not self.low <= self.predicted < self.high:
+            raise ValueError(f"window [{self.low}, {self.high}) does not contain the predicted exponent "
                              f"{self.predicted}")
         if not isinstance(self.allowance, str) or not self.allowance.strip():
             raise ValueError("allowance must be a non-empty text justifying the window's width")
@@ -172,18 +179,19 @@ class RateWindow:
         for name, exponent in rivals:
             if not math.isfinite(exponent):
                 raise ValueError(f"rival {name!r} must have a finite exponent, got {exponent}")
-            if self.low <= exponent <= self.high:
-                raise ValueError(f"window [{self.low}, {self.high}] contains the rival exponent {name} = "
+            if self.low <= exponent < self.high:
+                raise ValueError(f"window [{self.low}, {self.high}) contains the rival exponent {name} = "
                                  f"{exponent}: the claim could pass for the rival")
         object.__setattr__(self, "rivals", rivals)
 
     def contains(self, exponent: float) -> bool:
-        return self.low <= float(exponent) <= self.high
+        """Whether low ≤ exponent < high."""
+        return self.low <= float(exponent) < self.high
 
 
 def rate_window(predicted: float, window: tuple[float, float], rivals: Mapping[str, float] | Any, *,
                 allowance: str) -> RateWindow:
-    """A validated :class:`RateWindow` from ``window = (low, high)`` and ``rivals`` = name → exponent."""
+    """A validated :class:`RateWindow` [low, high) from ``window = (low, high)`` and ``rivals`` = name → exponent."""
     if isinstance(window, (str, bytes)) or not hasattr(window, "__len__") or len(window) != 2:
         raise TypeError(f"window must be a pair (low, high), got {window!r}")
     pairs = tuple(rivals.items()) if isinstance(rivals, Mapping) else tuple(rivals)
@@ -222,7 +230,7 @@ def decide_rate(fit: PowerLawFit, window: RateWindow) -> RateDecision:
     where = f"fitted exponent {fit.slope:.4g}"
     if not window.contains(fit.slope):
         side = "below" if fit.slope < window.low else "above"
-        reasons = [f"{where} is {side} the window [{window.low:.4g}, {window.high:.4g}]"]
+        reasons = [f"{where} is {side} the window [{window.low:.4g}, {window.high:.4g})"]
         status = "failed"
     elif inside:
         reasons = [f"{where} is inside the window, but the 95% interval [{fit.ci_low:.4g}, {fit.ci_high:.4g}] "

@@ -524,3 +524,44 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     assert "demo/01-a-sum" in second and "demo/02-b-sum" in second, "the ledger lost the cached chapter"
     caches = list((book / "_build" / ".jupyter_cache").iterdir())
     assert [c.name.split("-")[0] for c in caches] == ["ci"] and (caches[0] / "ledger" / "02-b.jsonl").exists()
+
+
+# ---------------------------------------------------------------------------------------------
+# Determinism: nbval's re-execution writes papermill's ledger (conftest.py, ledger-matches-papermill)
+# ---------------------------------------------------------------------------------------------
+
+TINY_CHAPTER = """\
+from ntkbook import claims
+claims.start("01-tiny", scale="ci")
+claims.condition("tiny/sum", 1 + 1 == 2, criterion="1 + 1 = 2", ref="book, arithmetic", label="tiny", value=0.1 + 0.2)
+"""
+
+
+def test_nbval_ledger_is_compared_byte_for_byte_with_papermills(tmp_path):
+    """The root conftest.py follows each notebook nbval re-executes with ``ledger-matches-papermill``: it passes
+    when the re-execution wrote exactly papermill's ledger and fails, showing the differing lines, when not."""
+    shutil.copy(ROOT / "conftest.py", tmp_path / "conftest.py")
+    executed = tmp_path / "executed"
+    (executed / "book").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(TINY_CHAPTER)])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, executed / "book" / "01-tiny.ipynb")
+    env = {k: v for k, v in os.environ.items() if k != "NTKBOOK_LEDGER_DIR"}
+    # "papermill's" ledger: the same code run once in a fresh process
+    subprocess.run([sys.executable, "-c", TINY_CHAPTER], check=True, cwd=tmp_path,
+                   env=env | {"NTKBOOK_LEDGER_DIR": str(executed / "ledger")})
+
+    def nbval() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "pytest", "--nbval-lax", "-p", "no:cacheprovider", "-q",
+                               "-rA", "executed/book/01-tiny.ipynb"], cwd=tmp_path, capture_output=True, text=True,
+                              env=env | {"NTKBOOK_EXECUTED_DIR": str(executed)})
+
+    same = nbval()
+    assert same.returncode == 0, same.stdout + same.stderr
+    assert "2 passed" in same.stdout and "ledger-matches-papermill" in same.stdout
+    path = executed / "ledger" / "01-tiny.jsonl"
+    path.write_text(path.read_text().replace('"value":0.3', '"value":0.300001'))
+    changed = nbval()
+    assert changed.returncode == 1, changed.stdout + changed.stderr
+    assert "the ledgers of two executions of 01-tiny at one scale differ" in changed.stdout
+    assert '-{"claim":"tiny/sum"' in changed.stdout and '"value":0.300001' in changed.stdout

@@ -167,6 +167,31 @@ def test_order_windows_exclude_their_rivals():
         assert not any(win.contains(e) for _, e in win.rivals)
 
 
+def test_windows_are_half_open_so_adjacent_windows_share_no_exponent():
+    constant, decay = fitting.ORDER_WINDOWS["constant"], fitting.ORDER_WINDOWS["decay"]
+    assert decay.high == constant.low == -0.25
+    assert constant.contains(-0.25) and not decay.contains(-0.25)  # the meeting point is Θ(1) only
+    assert decay.contains(np.nextafter(-0.25, -1.0)) and not constant.contains(np.nextafter(-0.25, -1.0))
+    assert not constant.contains(0.25) and constant.contains(np.nextafter(0.25, 0.0))
+    grid = np.linspace(-2.5, 1.0, 1401)  # includes ±0.25 exactly
+    assert not np.any([constant.contains(a) and decay.contains(a) for a in grid])
+    m_half = fitting.rate_window(-0.5, (-0.75, -0.25), {"Θ(1)": 0.0, "m^-1": -1.0}, allowance="x")
+    assert not any(m_half.contains(a) and constant.contains(a) for a in grid)
+    # a rival at the excluded upper end is allowed; one at the included lower end is not
+    fitting.rate_window(-0.5, (-0.75, 0.0), {"Θ(1)": 0.0}, allowance="x")
+    with pytest.raises(ValueError, match=r"contains the rival exponent"):
+        fitting.rate_window(-0.5, (-1.0, -0.25), {"m^-1": -1.0}, allowance="x")
+    with pytest.raises(ValueError, match=r"does not contain the predicted"):
+        fitting.rate_window(-0.25, (-0.75, -0.25), {"Θ(1)": 0.0}, allowance="x")
+
+
+def test_a_slope_on_the_meeting_point_is_theta_1_and_not_decay():
+    fit = fitting.PowerLawFit(slope=-0.25, intercept=0.0, stderr=0.01, ci_low=-0.27, ci_high=-0.23, r2=1.0, n=12)
+    assert fitting.decide_rate(fit, fitting.ORDER_WINDOWS["constant"]).status == "passed"
+    decay = fitting.decide_rate(fit, fitting.ORDER_WINDOWS["decay"])
+    assert decay.status == "failed" and "above the window [-2, -0.25)" in decay.reasons[0]
+
+
 def test_close_and_identity(ledger, capsys):
     claims.close("hvp/dense", [1.0, 2.0], [1.0, 2.0 + 1e-7], rtol=1e-6, precision_reason="float32 HVPs: 1e-6",
                  ref="Liu–Zhu–Belkin 2022, Thm 2", label="ch7-thm-2")
@@ -199,6 +224,24 @@ def test_condition(ledger):
     rec = lines(ledger)[0]
     assert rec["measured"] == {"runs": 8, "worst_steps": 1234}
     assert rec["criterion"] == "every run reached loss ≤ 1e-6 within 2000 steps"
+
+
+def test_illustration_is_recorded_but_not_evidence(ledger, capsys):
+    claims.illustration("thm-2.6/slow-bound", np.bool_(True), criterion="mean ≤ bound; worst ratio 0.99995",
+                        why="the bound falls by 3e-7 over the run", ref="Oymak–Soltanolkotabi 2020, Eq. (2.10)",
+                        label="thm-9-2-6", worst_ratio=0.99995)
+    with pytest.raises(AssertionError, match=r"FAILED  thm-2\.6/broken  \[illustration\]"):
+        claims.illustration("thm-2.6/broken", False, criterion="c", why="w", ref=P20, label="prop-2-3")
+    with pytest.raises(TypeError, match="why"):
+        claims.illustration("thm-2.6/no-reason", True, criterion="c", why=" ", ref=P20, label="prop-2-3")
+    recs = lines(ledger)
+    assert [(r["kind"], r["status"]) for r in recs] == [("illustration", "passed"), ("illustration", "failed")]
+    assert recs[0]["criterion"] == ("illustration, not evidence (the bound falls by 3e-7 over the run): "
+                                    "mean ≤ bound; worst ratio 0.99995")
+    assert recs[0]["measured"] == {"worst_ratio": 0.99995}
+    assert not claims.is_evidence(recs[0]) and not claims.is_evidence({"kind": "identity"})
+    assert all(claims.is_evidence({"kind": k}) for k in claims.KINDS if k not in claims.ILLUSTRATION_KINDS)
+    assert "PASSED  thm-2.6/slow-bound  [illustration]" in capsys.readouterr().out
 
 
 def test_erratum_is_recorded(ledger):
@@ -299,7 +342,7 @@ def test_verdict_html_and_line_agree():
 
 def test_calls_claims():
     assert claims.calls_claims("nb.claims.rate(\n 'x', ...)")
-    for name in ("bound", "rate", "order", "close", "identity", "condition"):
+    for name in ("bound", "rate", "order", "close", "identity", "condition", "illustration"):
         assert claims.calls_claims(f"nb.claims.{name}('a', ok, ref=r, label=l)")
     assert set(claims.CLAIM_FUNCTIONS) == set(claims.KINDS)
     for removed in ("check", "check_all_leq", "check_between", "check_close"):  # the removed legacy interface

@@ -68,6 +68,7 @@ INDEX = textwrap.dedent("""\
         measured_by: [ntkbook.norms.norm_221]
         coverage: measured
         note: ""
+        erratum: "Eq. 7 drops the gradient norms: the proof gives epsR times their sum."
       - ref: "supp. Lemma F.1"
         kind: lemma
         title: "Spectral norms of initial weight matrices"
@@ -78,6 +79,7 @@ INDEX = textwrap.dedent("""\
         measured_by: []
         coverage: not-covered
         note: "A random-matrix fact used in a proof; not measured."
+        erratum: "The proof cites a bound with constant 2 where it uses 3."
     """)
 
 
@@ -88,6 +90,8 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
         claims.start("01-chapter", scale="ci")
         claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref=f"{P}, Prop. 2.3", label="prop-2-3")
         claims.identity("prop-2.3/identity", 1.0, 1.0, rtol=1e-12, ref=f"{P}, Prop. 2.3", label="prop-2-3")
+        claims.illustration("prop-2.3/loose-bound", True, criterion="measured ≤ bound; worst ratio 0.01",
+                            why="the bound is 100 times too loose to fail", ref=f"{P}, Prop. 2.3", label="prop-2-3")
         m = np.repeat([64.0, 256.0, 1024.0, 4096.0], 3)
         claims.rate("prop-2.3/relu-rate", m, m**-0.75 * np.exp(0.01 * np.sin(m)), predicted=-0.75,
                     window=(-0.85, -0.65), rivals={"m^-1/2": -0.5}, allowance="±0.1", ref="book, ReLU kernel change",
@@ -103,7 +107,8 @@ def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
             os.environ["NTKBOOK_LEDGER_DIR"] = old
 
 
-def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False) -> tuple[Path, str]:
+def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execute: bool = False, index: str = INDEX,
+          strict: bool = False) -> tuple[Path, str]:
     """Build the tiny project; return (html dir, warnings).  ``execute``: myst-nb runs the notebook
     (a real check cell recording into the ledger) instead of reading pre-computed outputs."""
     from sphinx.application import Sphinx
@@ -125,7 +130,7 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
     (src / "errata.md").write_text("# Errata\n\n```{errata}\n```\n")
     data = tmp_path / "data"
     data.mkdir()
-    (data / "liu2020.yaml").write_text(INDEX)
+    (data / "liu2020.yaml").write_text(index)
     led = tmp_path / "ledger"
     led.mkdir()
     if ledger == "full":
@@ -143,9 +148,11 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
         sys.path.insert(0, {str(EXT)!r})
         extensions = ["myst_nb", "sphinx_proof", "claims_ledger", "results_index", "runtimes"]
         nb_execution_mode = {"force" if execute else "off"!r}
+        nb_execution_timeout = 600  # importing ntkbook (JAX) in a fresh kernel took over 30 s on a loaded machine
         numfig = True
         ntkbook_ledger_dir = {str(led)!r}
         ntkbook_results_dir = {str(data)!r}
+        ntkbook_index_strict = {strict!r}
         exclude_patterns = ["_build"]
         """))
     warnings = io.StringIO()
@@ -175,10 +182,12 @@ def test_ledger_page_lists_every_claim_of_the_build(site):
     out, warnings = site
     assert "ntkbook" not in warnings, warnings
     page = (out / "claims-ledger.html").read_text()
-    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/relu-rate", "prop-2.3/condition"):
+    for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/loose-bound", "prop-2.3/relu-rate",
+                  "prop-2.3/condition"):
         assert claim in page
-    assert "4 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
-    assert "1 identity shown as illustrations, not counted as evidence" in page and "identity, illustration" in page
+    assert "5 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
+    assert "1 identity and 1 other check shown as illustrations, not counted as evidence" in page
+    assert "identity, illustration" in page and "[illustration]" in page
     assert "No claims were recorded" not in page
     assert 'href="01-chapter.html#prop-2-3"' in page  # each claim links to its statement block
     assert "ntkbook-badge ntkbook-passed" in page
@@ -202,9 +211,22 @@ def test_index_rows_are_joined_with_their_claims(site):
 def test_errata_page_lists_the_claims_with_an_erratum(site):
     out, _ = site
     page = (out / "errata.html").read_text()
-    assert "1 erratum, each documented by a claim checked in this build." in page
-    assert "The paper’s rate m^-1/2 does not hold for ReLU" in page or "The paper's rate m^-1/2" in page
-    assert "prop-2.3/relu-rate" in page and "prop-2.3/bound-holds" not in page
+    assert "3 errata: 1 documented by a claim checked in this build, 2 shown in the text or the index" in page
+    measured = page[page.index("Measured in this build"):page.index("Shown in the text")]
+    assert "The paper’s rate m^-1/2 does not hold for ReLU" in measured or "The paper's rate m^-1/2" in measured
+    assert "prop-2.3/relu-rate" in measured and "prop-2.3/bound-holds" not in page
+
+
+def test_errata_page_lists_the_index_rows_with_an_erratum_and_where_they_are_shown(site):
+    out, _ = site
+    page = (out / "errata.html").read_text()
+    shown = page[page.index("Shown in the text"):]
+    first, second = shown.index("Eq. 7 drops the gradient norms"), shown.index("cites a bound with constant 2")
+    assert first < second  # in the order of the index
+    assert 'href="01-chapter.html#prop-2-3"' in shown[:second]  # where it is shown: its statement block
+    assert "Liu–Zhu–Belkin 2020, supp. Lemma F.1" in shown
+    assert "Index of results (row supp. Lemma F.1 of Liu–Zhu–Belkin 2020); not in a chapter" in shown[first:]
+    assert shown.count("not measured") == 2
 
 
 def test_runtime_box_reports_this_builds_execution(site):
@@ -234,7 +256,7 @@ def test_missing_or_empty_ledger_fails_the_build(tmp_path):
 def test_a_corrupt_ledger_stops_the_build(tmp_path):
     from sphinx.errors import SphinxError
 
-    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 5 is not valid JSON") as info:
+    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 6 is not valid JSON") as info:
         build(tmp_path, ledger="corrupt")
     assert "corrupt" in str(info.value)
 
@@ -255,6 +277,64 @@ def test_a_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
     assert "x/unknown" in page[page.index("not in the index"):]
 
 
+STRICT_ROWS = textwrap.indent(textwrap.dedent("""\
+      - ref: "Eq. 7"
+        kind: equation
+        title: "Prop. 2.3"
+        statement: "|K(w) - K(w0)| = O(eps R)"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: prop-2-3
+        measured_by: []
+        coverage: measured
+        note: ""
+        claims: [prop-2.3/bound-*]
+      - ref: "Eq. 8"
+        kind: equation
+        title: "An identity"
+        statement: "a = a"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: null
+        measured_by: []
+        coverage: measured
+        note: ""
+        claims: [prop-2.3/identity]
+      - ref: "Eq. 9"
+        kind: equation
+        title: "Another"
+        statement: "b = b"
+        where: "Section 2.2"
+        chapter: 01-chapter
+        label: null
+        measured_by: []
+        coverage: illustrated
+        note: ""
+        claims: [prop-2.3/no-such-*]
+    """), "  ")
+
+
+def test_strict_index_needs_evidence_for_a_measured_row_and_live_claim_links(tmp_path):
+    out, warnings = build(tmp_path, index=INDEX + STRICT_ROWS, strict=True)
+    problems = [line for line in warnings.splitlines() if "index of results" in line]
+    assert len(problems) == 2, warnings
+    assert any("'Liu–Zhu–Belkin 2020, Eq. 8' is marked measured" in p and "evidence" in p for p in problems)
+    assert any("'Liu–Zhu–Belkin 2020, Eq. 9' names claims 'prop-2.3/no-such-*'" in p for p in problems)
+    page = (out / "index-of-results.html").read_text()
+    row = page[page.index("Eq. 7</strong>"):page.index("Eq. 8</strong>")]
+    assert "prop-2.3/bound-holds" in row  # linked through the row's claims pattern
+    assert "prop-2.3/identity" not in row and "prop-2.3/condition" not in row
+    _, warnings = build(tmp_path / "lax", index=INDEX + STRICT_ROWS, strict=False)
+    assert "is marked measured" not in warnings and "names claims" not in warnings
+
+
+def test_the_books_build_is_strict():
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["sphinx"]["config"]["ntkbook_index_strict"] is True
+
+
 # ---------------------------------------------------------------------------------------------
 # Real data and ledgers
 # ---------------------------------------------------------------------------------------------
@@ -267,6 +347,35 @@ def _results_index():
     finally:
         sys.path.remove(str(EXT))
     return results_index
+
+
+def test_a_malformed_erratum_field_is_a_problem(tmp_path):
+    ri = _results_index()
+    (tmp_path / "liu2020.yaml").write_text(INDEX.replace('erratum: "The proof cites a bound with constant 2 where it '
+                                                         'uses 3."', 'erratum: ""'))
+    _, problems = ri.load_index(tmp_path)
+    assert problems == ["liu2020.yaml: 'supp. Lemma F.1': erratum must be a non-empty text (leave the field out "
+                        "when there is none)"]
+
+
+#: Errata the book documents in its text or index notes without a claim (issue 15): each must have an
+#: ``erratum`` field, so that the Errata page lists it.
+DOCUMENTED_ERRATA = {
+    "liu2020": ["Eq. 16", "Eq. 21", "Thm. 4.1", "Eq. 48", "Lemma F.3", "Lemma F.4", "Eq. 85"],
+    "liu2022": ["Eq. 15", "Thm. 4", "Eq. 22"],
+    "oymak2020": ["Cor. 2.4", "Thm. 3.2", "Thm. 6.2", "Eq. (6.18)", "Lemma C.2", "Lemma G.4", "Lemma H.1", "Thm. I.1"],
+}
+
+
+def test_the_errata_the_book_documents_are_on_the_errata_page():
+    ri = _results_index()
+    papers, problems = ri.load_index(ri.RESULTS_DIR)
+    assert not problems, problems
+    listed = {(p["paper"], r["ref"]) for p, r in ri.index_errata(papers)}
+    missing = [(paper, ref) for paper, refs in DOCUMENTED_ERRATA.items() for ref in refs if (paper, ref) not in listed]
+    assert not missing, f"errata without an erratum field (not on the Errata page): {missing}"
+    for _, row in ri.index_errata(papers):
+        assert len(row["erratum"]) > 40, row["ref"]  # a sentence, not a placeholder
 
 
 def test_the_books_index_data_is_well_formed():
@@ -286,6 +395,20 @@ def _real_ledger_dirs() -> list[Path]:
     dirs = [Path(os.environ["NTKBOOK_LEDGER_DIR"])] if os.environ.get("NTKBOOK_LEDGER_DIR") else []
     dirs.append(ROOT / "_build" / "ledger")
     return [d for d in dirs if d.is_dir() and any(d.rglob("*.jsonl"))]
+
+
+def test_a_real_ledger_satisfies_the_strict_index():
+    """Against a full execution's ledgers (every chapter): no measured row without evidence, no dead link."""
+    ri = _results_index()
+    dirs = _real_ledger_dirs()
+    if not ri.RESULTS_DIR.is_dir() or not dirs:
+        pytest.skip("no index data or no ledger directory with ledgers")
+    papers, _ = ri.load_index(ri.RESULTS_DIR)
+    for d in dirs:
+        ledgers = claims.read_ledgers(d)
+        records = [(stem, r) for stem, recs in ledgers.items() for r in recs]
+        problems = ri.strict_problems(papers, ledgers, records)
+        assert not problems, f"{d}:\n" + "\n".join(problems)
 
 
 def test_every_claim_ref_in_a_ledger_names_a_row_of_the_index():

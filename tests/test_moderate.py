@@ -48,7 +48,7 @@ def test_gd_step_is_the_gradient_of_the_loss(small):
     x, y, w, v = small
     loss = lambda ww: 0.5 * jnp.sum((mo.network(ww, x, v, "softplus") - y) ** 2)  # noqa: E731  (Eq. 2.1)
     eta = 0.05
-    _, _, lens, _, w_end = mo.gd_path(w, x, y, v, eta, "softplus", 1)
+    _, _, lens, _, w_end, _ = mo.gd_path(w, x, y, v, eta, "softplus", 1)
     np.testing.assert_allclose(w_end, w - eta * jax.grad(loss)(w), atol=1e-13)
     assert float(lens[0]) == pytest.approx(eta * float(jnp.linalg.norm(jax.grad(loss)(w))), rel=1e-12)
 

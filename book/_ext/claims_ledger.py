@@ -129,11 +129,11 @@ def doc_title(app: Sphinx, docname: str) -> str:
 
 def badge(status: str, kind: str | None = None) -> nodes.inline:
     """The status badge of a verdict (CSS classes as :func:`ntkbook.claims.verdict_html`)."""
-    from ntkbook.claims import STATUS_MARKS
+    from ntkbook.claims import ILLUSTRATION_KINDS, STATUS_MARKS
 
     text = STATUS_MARKS.get(status, status.upper())
     classes = ["ntkbook-badge", f"ntkbook-{status}"]
-    if kind == "identity":
+    if kind in ILLUSTRATION_KINDS:
         classes.append("ntkbook-illustration")
     return nodes.inline(text=text, classes=classes)
 
@@ -186,10 +186,13 @@ def plural(n: int, word: str, words: str | None = None) -> str:
 
 
 def counts(records: list[dict[str, Any]]) -> dict[str, int]:
-    """passed / failed / inconclusive among evidence (identities counted apart as illustrations)."""
-    c = Counter(r.get("status") for r in records if r.get("kind") != "identity")
+    """passed / failed / inconclusive among evidence; identities and other illustrations counted apart."""
+    from ntkbook.claims import is_evidence
+
+    c = Counter(r.get("status") for r in records if is_evidence(r))
     return {"passed": c["passed"], "failed": c["failed"], "inconclusive": c["inconclusive"],
-            "illustrations": sum(r.get("kind") == "identity" for r in records)}
+            "identities": sum(r.get("kind") == "identity" for r in records),
+            "illustrations": sum(not is_evidence(r) for r in records)}
 
 
 def note_generated_page(env: Any, attr: str) -> None:
@@ -301,8 +304,10 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
                 f"(scale {', '.join(scales)}): {total['passed']} passed, {total['failed']} failed, "
                 f"{total['inconclusive']} inconclusive")
         if total["illustrations"]:
-            text += (f"; {plural(total['illustrations'], 'identity', 'identities')} shown as illustrations, "
-                     "not counted as evidence")
+            others = total["illustrations"] - total["identities"]
+            shown = [plural(n, w, ws) for n, w, ws in ((total["identities"], "identity", "identities"),
+                                                        (others, "other check", None)) if n]
+            text += f"; {' and '.join(shown)} shown as illustrations, not counted as evidence"
         content.append(nodes.paragraph(text=text + "."))
     else:
         content.append(nodes.paragraph(text="No chapter with check cells was executed for this build, so this "

@@ -17,28 +17,36 @@ Index data (one file per paper; format fixed)::
         measured_by: [ntkbook.experiments.tangent_kernel.kernel_change_in_ball]
         coverage: measured         # measured | illustrated | stated | not-covered
         note: ""                   # for stated / not-covered: why, and what is shown instead
+        erratum: "..."             # optional: where the paper is wrong, as the book shows in its text
+        claims: [prop-2.3/*]       # optional: claims with another ref that measure this row (ids, fnmatch)
 
-A claim belongs to a row when its ``ref`` is ``citation + ", " + ref`` of the row.  Claims whose ref is
+A claim belongs to a row when its ``ref`` is ``citation + ", " + ref`` of the row, or when its id matches one of
+the row's ``claims`` patterns (an equation checked by the claim of its theorem, say).  Claims whose ref is
 the book's own (``"book, ..."``) are listed after the papers; typed claims whose ref names no row are
 listed too, and each is a warning (an error under ``-W``).  Other warnings: malformed data, a row
 whose label no statement block has or that sits in another chapter than the row says, a
-``measured_by`` name the package does not have.  With ``ntkbook_index_strict = True`` (set once every
-chapter uses typed claims) a row marked ``measured`` whose chapter was executed but recorded no claim
-for it is a warning too.
+``measured_by`` name the package does not have.  With ``ntkbook_index_strict = True`` (``_config.yml``
+sets it) a row marked ``measured`` whose chapter was executed but has no claim that counts as evidence
+(identities and illustrations do not: such a row is ``illustrated``) is a warning too, and so is a
+``claims`` pattern of a row whose chapter was executed that matches no claim of this build.
 
-The Errata page lists every claim of this build that carries an ``erratum``: the paper's statement
-(from the index row), the erratum, the measurement and its status.
+The Errata page lists every claim of this build that carries an ``erratum`` (the paper's statement from
+the index row, the erratum, the measurement and its status), then every index row with an ``erratum``
+field: the errata the book documents in its text or in the index without a claim that measures them
+(a wrong reference, a typo in a proof, a constant the proof does not deliver), each with where the book
+shows it (the statement block, the chapter, or the index row itself).
 """
 
 from __future__ import annotations
 
+import fnmatch
 import importlib
 from pathlib import Path
 from typing import Any
 
 import yaml
 from docutils import nodes
-from ntkbook.claims import is_book_ref
+from ntkbook.claims import is_book_ref, is_evidence
 from sphinx.application import Sphinx
 from sphinx.util import logging
 from sphinx.util.docutils import SphinxDirective
@@ -63,6 +71,7 @@ RESULT_KINDS = ("definition", "assumption", "proposition", "lemma", "theorem", "
                 "figure", "table", "section")
 COVERAGE = ("measured", "illustrated", "stated", "not-covered")
 ROW_FIELDS = ("ref", "kind", "title", "statement", "where", "chapter", "label", "measured_by", "coverage", "note")
+OPTIONAL_ROW_FIELDS = ("erratum", "claims")
 logger = logging.getLogger(__name__)
 
 
@@ -114,7 +123,7 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
                 problems.append(f"{where}: expected a mapping")
                 continue
             missing = [f for f in ROW_FIELDS if f not in row]
-            extra = sorted(set(row) - set(ROW_FIELDS))
+            extra = sorted(set(row) - set(ROW_FIELDS) - set(OPTIONAL_ROW_FIELDS))
             if missing or extra:
                 problems.append(f"{where} ({row.get('ref')!r}): missing fields {missing}, unknown fields {extra}")
                 continue
@@ -132,6 +141,12 @@ def load_index(directory: Path = RESULTS_DIR) -> tuple[list[dict[str, Any]], lis
             if row["coverage"] in ("stated", "not-covered") and not str(row["note"] or "").strip():
                 problems.append(f"{where}: coverage {row['coverage']!r} needs a note saying why and what is shown "
                                 "instead")
+            if "erratum" in row and (not isinstance(row["erratum"], str) or not row["erratum"].strip()):
+                problems.append(f"{where}: erratum must be a non-empty text (leave the field out when there is none)")
+            if "claims" in row and (not isinstance(row["claims"], list) or not row["claims"]
+                                    or not all(isinstance(c, str) and c.strip() for c in row["claims"])):
+                problems.append(f"{where}: claims must be a non-empty list of claim ids or fnmatch patterns")
+                row = {k: v for k, v in row.items() if k != "claims"}
             if row["label"] and not row["chapter"]:
                 problems.append(f"{where}: a label needs its chapter")
             if not isinstance(row["measured_by"], list):
@@ -146,6 +161,11 @@ def full_ref(paper: dict[str, Any], row: dict[str, Any]) -> str:
     return f"{paper['citation']}, {row['ref']}"
 
 
+def index_errata(papers: list[dict[str, Any]]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
+    """(paper, row) for every index row with an ``erratum`` field, in the order of the index."""
+    return [(p, r) for p in papers for r in p["results"] if isinstance(r.get("erratum"), str) and r["erratum"].strip()]
+
+
 def index_refs(papers: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], dict[str, Any]]]:
     """Full claim ref → (paper, row)."""
     return {full_ref(p, r): (p, r) for p in papers for r in p["results"]}
@@ -153,6 +173,16 @@ def index_refs(papers: list[dict[str, Any]]) -> dict[str, tuple[dict[str, Any], 
 
 def all_records(app: Sphinx) -> list[tuple[str, dict[str, Any]]]:
     return [(stem, r) for stem, recs in book_ledgers(app).items() for r in recs]
+
+
+def row_records(paper: dict[str, Any], row: dict[str, Any],
+                records: list[tuple[str, dict[str, Any]]]) -> list[tuple[str, dict[str, Any]]]:
+    """The claims of a row: those whose ref is the row's, then those whose id matches a ``claims`` pattern."""
+    ref = full_ref(paper, row)
+    patterns = row.get("claims") or []
+    return [(stem, r) for stem, r in records if str(r.get("ref", "")) == ref] + [
+        (stem, r) for stem, r in records if str(r.get("ref", "")) != ref
+        and any(fnmatch.fnmatchcase(str(r.get("claim", "")), p) for p in patterns)]
 
 
 def python_object_exists(dotted: str) -> bool:
@@ -200,14 +230,30 @@ def index_problems(app: Sphinx) -> list[str]:
             if not is_book_ref(ref) and ref not in refs:
                 problems.append(f"claim {rec.get('claim')!r} of {stem}: ref {ref!r} names no row of the index")
         if app.config.ntkbook_index_strict:
-            claimed = {str(r.get("ref")) for _, r in all_records(app)}
-            for ref, (_, row) in refs.items():
-                if row["coverage"] != "measured" or ref in claimed or not row["chapter"]:
-                    continue
-                doc = docs.get(row["chapter"])
-                if doc is not None and execution_of(app, doc) is not None and row["chapter"] in ledgers:
-                    problems.append(f"index row {ref!r} is marked measured, but chapter {row['chapter']!r} "
-                                    "recorded no claim for it in this build")
+            executed = {stem: recs for stem, recs in ledgers.items()
+                        if stem in docs and execution_of(app, docs[stem]) is not None}
+            problems += strict_problems(papers, executed, all_records(app))
+    return problems
+
+
+def strict_problems(papers: list[dict[str, Any]], executed: dict[str, list[dict[str, Any]]],
+                    records: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    """The checks of ``ntkbook_index_strict`` for the rows whose chapter is in ``executed`` (chapter stem →
+    its ledger, for the chapters executed for this build): a row marked ``measured`` needs a claim that
+    counts as evidence, and every ``claims`` pattern must match a claim of this build (``records``)."""
+    problems = []
+    for paper in papers:
+        for row in paper["results"]:
+            if row["chapter"] not in executed:
+                continue
+            ref = full_ref(paper, row)
+            for pattern in row.get("claims") or []:
+                if not any(fnmatch.fnmatchcase(str(r.get("claim", "")), pattern) for _, r in records):
+                    problems.append(f"index row {ref!r} names claims {pattern!r}, but this build recorded none")
+            if row["coverage"] == "measured" and not any(is_evidence(r) for _, r in row_records(paper, row, records)):
+                problems.append(f"index row {ref!r} is marked measured, but chapter {row['chapter']!r} recorded no "
+                                "claim for it that counts as evidence in this build (link the claim that measures "
+                                "it in 'claims', or say what the row is: illustrated, stated)")
     return problems
 
 
@@ -269,7 +315,7 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     refs = index_refs(papers)
     content: list[nodes.Node] = []
     n_rows = sum(len(p["results"]) for p in papers)
-    n_claimed = sum(1 for ref in refs if by_ref.get(ref))
+    n_claimed = sum(1 for paper in papers for row in paper["results"] if row_records(paper, row, records))
     content.append(nodes.paragraph(text=f"{plural(n_rows, 'numbered result')} of the three papers, "
                                         f"{n_claimed} with claims checked in this build "
                                         f"({plural(len(records), 'claim')} in all)."))
@@ -294,7 +340,7 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
                     measured += nodes.Text(", " if i else "")
                     measured += _api_link(app, docname, str(name))
                 where.append(measured)
-            rows.append([[result, statement], where, _claims_cell(by_ref.get(full_ref(paper, row), []), row)])
+            rows.append([[result, statement], where, _claims_cell(row_records(paper, row, records), row)])
         section += make_table(["result", "in the book", "claims in this build"], rows, [36, 24, 40],
                               ["ntkbook-index"])
         content.append(section)
@@ -328,32 +374,58 @@ def index_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     return content
 
 
+def _paper_cell(ref: str, row: dict[str, Any] | None) -> list[nodes.Node]:
+    result = nodes.paragraph()
+    result += nodes.strong(text=ref)
+    cells: list[nodes.Node] = [result]
+    if row is not None:
+        result += nodes.Text(f" — {row['title']}")
+        cells.append(nodes.paragraph(text=str(row["statement"]), classes=["ntkbook-statement"]))
+    return cells
+
+
 def errata_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     papers, _ = load_index(results_dir(app))
     refs = index_refs(papers)
     errata = [(stem, r) for stem, r in all_records(app) if r.get("erratum")]
+    documented = index_errata(papers)
     content: list[nodes.Node] = []
-    if not errata:
-        content.append(nodes.paragraph(text="No claim checked in this build documents an erratum."))
+    if not errata and not documented:
+        content.append(nodes.paragraph(text="No claim checked in this build and no row of the index documents an "
+                                            "erratum."))
         return content
-    content.append(nodes.paragraph(text=f"{plural(len(errata), 'erratum', 'errata')}, each documented by a claim "
-                                        "checked in this build."))
-    rows = []
-    for _, rec in errata:
-        ref = str(rec.get("ref", ""))
-        result = nodes.paragraph()
-        result += nodes.strong(text=ref)
-        cells: list[nodes.Node] = [result]
-        if ref in refs:
-            _, row = refs[ref]
-            result += nodes.Text(f" — {row['title']}")
-            cells.append(nodes.paragraph(text=str(row["statement"]), classes=["ntkbook-statement"]))
-        where = nodes.paragraph()
-        link = label_link(app, docname, rec.get("label"))
-        where += link if link is not None else nodes.Text(str(rec.get("label") or "—"))
-        rows.append([cells, nodes.paragraph(text=str(rec["erratum"])), verdict_node(rec), where])
-    content.append(make_table(["the paper", "what the book finds", "measurement", "in the book"], rows,
-                              [25, 35, 28, 12], ["ntkbook-errata"]))
+    content.append(nodes.paragraph(text=f"{plural(len(errata) + len(documented), 'erratum', 'errata')}: "
+                                        f"{len(errata)} documented by a claim checked in this build, "
+                                        f"{len(documented)} shown in the text or the index without a claim."))
+    header = ["the paper", "what the book finds", "measurement", "in the book"]
+    if errata:
+        section = nodes.section(ids=["errata-measured"])
+        section += nodes.title(text="Measured in this build")
+        rows = []
+        for _, rec in errata:
+            ref = str(rec.get("ref", ""))
+            where = nodes.paragraph()
+            link = label_link(app, docname, rec.get("label"))
+            where += link if link is not None else nodes.Text(str(rec.get("label") or "—"))
+            rows.append([_paper_cell(ref, refs[ref][1] if ref in refs else None),
+                         nodes.paragraph(text=str(rec["erratum"])), verdict_node(rec), where])
+        section += make_table(header, rows, [25, 35, 28, 12], ["ntkbook-errata"])
+        content.append(section)
+    if documented:
+        section = nodes.section(ids=["errata-documented"])
+        section += nodes.title(text="Shown in the text")
+        section += nodes.paragraph(text="Errata the book shows by an argument, a counterexample in the text or a "
+                                        "reading of the proof, with no claim that measures them.")
+        rows = []
+        for paper, row in documented:
+            where = _where(app, docname, row)
+            if not row.get("chapter"):
+                where = nodes.paragraph(text=f"the Index of results (row {row['ref']} of {paper['citation']}); "
+                                             "not in a chapter")
+            rows.append([_paper_cell(full_ref(paper, row), row), nodes.paragraph(text=str(row["erratum"]).strip()),
+                         nodes.paragraph(text="not measured", classes=["ntkbook-coverage"]), where])
+        section += make_table(header, rows, [25, 35, 16, 24], ["ntkbook-errata"])
+        content.append(section)
     return content
 
 

@@ -30,7 +30,7 @@ relative 1e-12 beyond), and checked against
 :func:`ntkbook.norm_221` on the autodiff tensors (:func:`layer_tensors`) in the tests and the chapter.
 
 **Bounds on ‖H‖** (:func:`hessian_bounds`): per block H⁽ˡ¹,ˡ²⁾ an upper bound from the chain rule
-(proof of Theorem 3.1, Appendix F), then (i) the spectral norm of the matrix of block bounds, (ii)
+(proof of Theorem 3.1, App. E), then (i) the spectral norm of the matrix of block bounds, (ii)
 their sum (Lemma E.1), (iii) Theorem 3.1's C₁Q₂,₂,₁Q_∞ + C₂Q_L/√m — each an upper bound on ‖H‖,
 (i) ≤ (ii) ≤ (iii).
 """
@@ -299,7 +299,7 @@ def theorem_3_1_quantities(factors: Mapping[str, np.ndarray]) -> dict[str, float
     * Q_∞ = max_l ‖∂f/∂α⁽ˡ⁾‖_∞, Q_L = max_l ‖∂α⁽ˡ⁾/∂w⁽ˡ⁾‖;
     * Q₂,₂,₁ = max{ ‖T_ww⁽ˡ¹⁾‖, ‖J_w⁽ˡ¹⁾‖‖T_αw⁽ˡ²⁾‖ (l₁ < l₂), ‖J_w⁽ˡ¹⁾‖‖J_w⁽ˡ²⁾‖‖T_αα⁽ˡ³⁾‖ (l₁ ≤ l₂ < l₃) }.
       Eq. (21) writes l₁ < l₂ < l₃ for all three, which is empty for L = 2 and misses the diagonal
-      blocks' terms (l₁ = l₂); the proof (Appendix F) needs the ranges used here;
+      blocks' terms (l₁ = l₂); the proof (App. E) needs the ranges used here;
     * L_φ = max(1, max_{l≥2} ‖∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾‖): the proof bounds products of k ≤ 2L layer Jacobians by
       L_φ^{2L}, which needs L_φ ≥ 1 (for L_φ < 1 the products are ≤ 1);
     * C₁ = L(L²L_φ^{2L} + L L_φ^L + 1), C₂ = L L_φ^L.

@@ -45,7 +45,7 @@ from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
 from ..models.oymak_init import output_weights
 from ..progress import progress
-from ..training import distance_from_start, train_traced
+from ..training import Tracker, distance_from_start, train_traced
 
 Array = jax.Array
 
@@ -297,16 +297,49 @@ def theorem_constants(activation: str, x: Any, y: Any, *, eta_bar: float = 1.0) 
             "sigma_kr": s, "norm_x": norm_x, "mu": c.mu, "B": b}
 
 
+LATE_FLOOR = 1e-9
+"""Relative residual below which :func:`late_window` stops: far above the float64 rounding floor of ‖r_τ‖ (about
+1e-16 relative), so the late contraction is a rate and not rounding noise."""
+
+
+def late_window(residual: Any, *, floor: float = LATE_FLOOR) -> tuple[int, int]:
+    """(S, T): T the last iteration whose relative residual ‖r_T‖/‖r₀‖ is above ``floor``, S = T − T//10 — the
+    last tenth of the run before the residual reaches the floor, where it lies along the kernel's slowest
+    directions.  Raises ``ValueError`` when fewer than 10 iterations are above the floor."""
+    r = np.asarray(residual, dtype=np.float64)
+    t = int(np.nonzero(r / r[0] > floor)[0][-1])
+    if t < 10:
+        raise ValueError(f"only {t + 1} iterations above the relative floor {floor}: too few for a late window")
+    return t - t // 10, t
+
+
+def late_contraction(residual: Any, window: tuple[int, int]) -> float:
+    """Per-step contraction c = 1 − (‖r_T‖/‖r_S‖)^{1/(T−S)} of a residual sequence over ``window`` = (S, T)."""
+    r = np.asarray(residual, dtype=np.float64)
+    s, t = window
+    return float(-np.expm1(np.log(r[t] / r[s]) / (t - s)))
+
+
+def kernel_change_steps(steps: int) -> np.ndarray:
+    """The iterations at which :func:`gd_path` records ‖J(W_τ)J(W_τ)ᵀ − J₀J₀ᵀ‖₂: about 200, evenly spaced, and the
+    last."""
+    return np.unique(np.r_[np.arange(0, steps + 1, max(1, steps // 200)), steps])
+
+
 @partial(jax.jit, static_argnames=("activation", "steps"))
 def gd_path(w0, x, y, v, eta, activation, steps):
     """GD of the one loop (:func:`ntkbook.training.train_traced`) on (1/2n)‖f(W) − y‖² with step n·η, i.e. step η
-    on Eq. (2.1)'s ½‖f(W) − y‖²; every step recorded."""
+    on Eq. (2.1)'s ½‖f(W) − y‖²; every step recorded.  Also returns ‖J(W_τ)J(W_τ)ᵀ − J(W₀)J(W₀)ᵀ‖₂ at the
+    iterations of :func:`kernel_change_steps`."""
     n = x.shape[0]
+    gram = Tracker(lambda w, xx, yy, k0: jnp.linalg.norm(jacobian_gram(w, xx, v, activation) - k0, 2),
+                   lambda w, xx, yy: jacobian_gram(w, xx, v, activation), tuple(kernel_change_steps(steps).tolist()))
     run = train_traced(lambda w, xx: network(w, xx, v, activation), w0, x, y, lr=n * eta, stop=steps,
-                       record_steps=np.arange(steps + 1), track={"distance": distance_from_start()},
+                       record_steps=np.arange(steps + 1), track={"distance": distance_from_start(), "gram": gram},
                        measure_updates=True)
     res = jnp.sqrt(2 * n * run["losses"][:-1])  # ‖f(W_τ) − y‖ = √(2n·L(W_τ))
-    return res, run["tracked"]["distance"][:-1], run["update_norms"][:-1], run["path_length"], run["params"]
+    return (res, run["tracked"]["distance"][:-1], run["update_norms"][:-1], run["path_length"], run["params"],
+            run["tracked"]["gram"])
 
 
 def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "softplus", steps: int,
@@ -318,8 +351,12 @@ def gradient_descent(x: Any, y: Any, k: int, key: Array, *, activation: str = "s
     (‖W_τ − W₀‖_F), ``step_length`` (‖W_{τ+1} − W_τ‖_F), the total ``path_length``, the initial
     tangent kernel's extreme eigenvalues ``kernel_min``/``kernel_max`` (λ of J(W₀)J(W₀)ᵀ), the
     ``linearized_rate`` 1 − η·λ_min(J₀J₀ᵀ), the residual norms of the linearized model
-    ``linearized_residual`` (‖(I − ηJ₀J₀ᵀ)^τ r₀‖: GD on f(W₀) + J₀(W − W₀)), and the
-    :func:`theorem_constants` (prefixed ``thm_``).
+    ``linearized_residual`` (‖(I − ηJ₀J₀ᵀ)^τ r₀‖: GD on f(W₀) + J₀(W − W₀)), the ``late_window`` (S, T) of the
+    residual (:func:`late_window`) with the ``late_contraction`` of the residual and the
+    ``linearized_late_contraction`` of the linearized residual over it (:func:`late_contraction`),
+    ``kernel_change_late`` (max ‖J(W_τ)J(W_τ)ᵀ − J₀J₀ᵀ‖₂ over the iterations of :func:`kernel_change_steps` from the
+    last one ≤ S to the first one ≥ T), ``lambda_x`` (λ(X) = λ_min(Σ(X)) of the data,
+    :func:`ntkbook.covariance.network_eigenvalue`), and the :func:`theorem_constants` (prefixed ``thm_``).
     """
     return gradient_descent_widths(x, y, [k], [key], activation=activation, steps=steps, eta=eta,
                                    eta_bar=eta_bar)[0]
@@ -347,14 +384,16 @@ def gradient_descent_widths(x: Any, y: Any, ks: Any, keys: Any, *, activation: s
         consts = theorem_constants(activation, np.asarray(x), np.asarray(y), eta_bar=eta_bar)
         step = consts["eta"] if eta is None else V.positive_float("eta", eta)
         y_norm = float(jnp.linalg.norm(y))
+        lam_x = cov.network_eigenvalue(np.asarray(x), activation)
         k_pad = max(ks)
         live = [np.arange(k_pad) < k for k in ks]
         w0 = jnp.stack([jnp.where(m[:, None], jax.random.normal(kk, (k_pad, d), jnp.float64), 0.0)
                         for m, kk in zip(live, keys, strict=True)])
         v = jnp.stack([jnp.pad(output_weights(k, y_norm, n, dtype=jnp.float64), (0, k_pad - k)) for k in ks])
         k0, r0 = (np.asarray(a) for a in _gram_and_residual(w0, x, y, v, activation))
-        res, dist, lens, path, _ = _gd_paths(w0, x, y, v, step, activation, steps)
+        res, dist, lens, path, _, gram_change = _gd_paths(w0, x, y, v, step, activation, steps)
         runs = []
+        grid = kernel_change_steps(steps)
         for i, k in enumerate(ks):
             lam, q = np.linalg.eigh(0.5 * (k0[i] + k0[i].T))
             coef = q.T @ r0[i]  # linearized model: r_τ = (I − ηK₀)^τ r₀ in the eigenbasis of K₀
@@ -363,9 +402,20 @@ def gradient_descent_widths(x: Any, y: Any, ks: Any, keys: Any, *, activation: s
                          "step_length": np.asarray(lens[i]), "path_length": float(path[i]),
                          "kernel_min": float(lam[0]), "kernel_max": float(lam[-1]), "eta": step,
                          "linearized_rate": 1 - step * float(lam[0]), "linearized_residual": lin,
+                         **_late(np.asarray(res[i]), lin, grid, np.asarray(gram_change[i])),
+                         "lambda_x": lam_x,
                          "k": k, "n": n, "d": d, "y_norm": y_norm,
                          **{f"thm_{name}": value for name, value in consts.items()}})
         return runs
+
+
+def _late(res: np.ndarray, lin: np.ndarray, grid: np.ndarray, change: np.ndarray) -> dict[str, Any]:
+    """The late-window fields of a run of :func:`gradient_descent_widths`."""
+    window = late_window(res)
+    sel = (grid >= grid[grid <= window[0]].max()) & (grid <= grid[grid >= window[1]].min())
+    return {"late_window": window, "late_contraction": late_contraction(res, window),
+            "linearized_late_contraction": late_contraction(lin, window),
+            "kernel_change_late": float(np.max(change[sel]))}
 
 
 @partial(jax.jit, static_argnames="activation")
