@@ -607,6 +607,19 @@ class KrDegenerate(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class KrDeltaSeparated(ExperimentSettings):
+    """Sizes of ``kr_delta_separated``: Thm. I.1 / Cor. I.2 (ReLU) on data of controlled separation δ: a near pair
+    and a near antipode at distance δ in n points of S^{d−1}, the half circle with n points, uniform sphere data."""
+
+    n: int
+    d: int
+    deltas: tuple[float, ...]
+    circle_ns: tuple[int, ...]
+    sphere_shapes: tuple[tuple[int, int], ...]
+    seeds: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class CovRoutes(ExperimentSettings):
     """Sizes of ``cov_routes``: Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo."""
 
@@ -1612,6 +1625,21 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "ci": KrDegenerate(n=20, d=10, epsilons=(1e-4, 1e-3, 1e-2, 1e-1)),
         "book": KrDegenerate(n=40, d=16, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
         "paper": KrDegenerate(n=100, d=30, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
+    },
+    "kr_delta_separated": {
+        # Thm. I.1 / Cor. I.2: λ(X) of ReLU and λ_min(E[ℐℐᵀ]) against δ/(100n²); pair distances δ ≤ 1e-2 (the
+        # δ-exponent is fitted there: relative corrections ≈ πδ/2 ≤ 2%)
+        "ci": KrDeltaSeparated(n=20, d=10, deltas=(1e-4, 1e-3, 1e-2), circle_ns=(2, 4, 8, 16, 32, 64),
+                               sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3)), seeds=2),
+        "book": KrDeltaSeparated(n=40, d=16, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
+                                 circle_ns=(2, 4, 8, 16, 32, 64, 128, 256),
+                                 sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30)),
+                                 seeds=5),
+        "paper": KrDeltaSeparated(n=100, d=30, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
+                                  circle_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                                  sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30),
+                                                 (400, 20), (1000, 3)),
+                                  seeds=10),
     },
     "cov_routes": {
         # Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo
