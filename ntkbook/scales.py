@@ -711,6 +711,20 @@ class GdModerate(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class InitialMisfit(ExperimentSettings):
+    """Sizes of ``initial_misfit``: Lemma 6.12 by Monte Carlo, ‖f(W₀) − y‖ over ``draws`` draws of W₀ (even k),
+    the tail frequencies at each δ of ``deltas``; ``batch`` draws per compiled call."""
+
+    n: int
+    d: int
+    k: int
+    draws: int
+    batch: int
+    deltas: tuple[float, ...]
+    activations: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
 class SgdModerate(ExperimentSettings):
     """Sizes of ``sgd_moderate``: Theorem 2.6: SGD at its step size (ν = 8) and at the GD step of Corollary 2.2, `runs`
     index sequences.
@@ -1711,6 +1725,15 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "paper": GdModerate(
             n=100, d=30, widths=(20, 80, 320, 1280, 5120, 20480), steps=40_000, activations=("softplus", "relu")
         ),
+    },
+    "initial_misfit": {
+        # Lemma 6.12: P(‖f(W₀)−y‖ > ‖y‖(1+(1+δ)B)) ≤ e^{−δ²n/(2‖X‖²)} and Eq. (6.19), frequencies over draws of W₀
+        "ci": InitialMisfit(n=20, d=10, k=50, draws=2000, batch=500, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+                            activations=("softplus", "relu")),
+        "book": InitialMisfit(n=50, d=10, k=100, draws=10_000, batch=1000, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+                              activations=("softplus", "relu")),
+        "paper": InitialMisfit(n=100, d=20, k=1000, draws=100_000, batch=1000,
+                               deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0), activations=("softplus", "relu")),
     },
     "sgd_moderate": {
         # Theorem 2.6: SGD at its step size (ν = 8) and at the GD step of Corollary 2.2, `runs` index sequences
