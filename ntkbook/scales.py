@@ -166,6 +166,20 @@ class Prop31(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HiddenLayers(ExperimentSettings):
+    """Sizes of ``hidden_layers``: Lemma F.3 (‖α⁽ˡ⁾‖ in the ball, printed and corrected bound) and Lemma F.4
+    (|α_i⁽ˡ⁾| ≤ ln m + |σ(0)| at W₀, exact conditional Gaussian law) for float64 MLPs."""
+
+    activations: tuple[str, ...]
+    depths: tuple[int, ...]
+    widths: tuple[int, ...]
+    seeds: int
+    input_dim: int
+    radii: tuple[float, ...]
+    sphere_points: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Thm31(ExperimentSettings):
     """Sizes of ``thm_3_1``: ‖H‖ against Theorem 3.1 (and tighter bounds) at W0 and on spheres ‖W − W0‖ = R, v trained.
     """
@@ -846,6 +860,16 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "ci": Prop31(widths=(32, 64, 128, 256), seeds=2, input_dim=4, activation="tanh"),
         "book": Prop31(widths=(32, 64, 128, 256, 512, 1024), seeds=2, input_dim=4, activation="tanh"),
         "paper": Prop31(widths=(32, 64, 128, 256, 512, 1024, 2048, 4096), seeds=5, input_dim=4, activation="tanh"),
+    },
+    "hidden_layers": {
+        # Lemmas F.3 and F.4: hidden-layer norms (W₀ and spheres ‖W − W₀‖ = R) and coordinates at W₀
+        "ci": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3), widths=(32, 128, 512), seeds=1,
+                           input_dim=4, radii=(2.0,), sphere_points=1),
+        "book": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3, 4), widths=(32, 128, 512, 2048),
+                             seeds=3, input_dim=4, radii=(1.0, 4.0), sphere_points=2),
+        "paper": HiddenLayers(activations=("softplus", "relu", "tanh"), depths=(2, 3, 4),
+                              widths=(32, 128, 512, 2048, 4096), seeds=5, input_dim=4, radii=(1.0, 4.0, 16.0),
+                              sphere_points=3),
     },
     "thm_3_1": {
         # ‖H‖ against Theorem 3.1 (and tighter bounds) at W0 and on spheres ‖W − W0‖ = R, v trained
