@@ -865,8 +865,8 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # Lemmas F.3 and F.4: hidden-layer norms (W₀ and spheres ‖W − W₀‖ = R) and coordinates at W₀
         "ci": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3), widths=(32, 128, 512), seeds=1,
                            input_dim=4, radii=(2.0,), sphere_points=1),
-        "book": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3, 4), widths=(32, 128, 512, 2048),
-                             seeds=3, input_dim=4, radii=(1.0, 4.0), sphere_points=2),
+        "book": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3, 4), widths=(32, 128, 512, 1024),
+                             seeds=2, input_dim=4, radii=(1.0, 4.0), sphere_points=1),
         "paper": HiddenLayers(activations=("softplus", "relu", "tanh"), depths=(2, 3, 4),
                               widths=(32, 128, 512, 2048, 4096), seeds=5, input_dim=4, radii=(1.0, 4.0, 16.0),
                               sphere_points=3),

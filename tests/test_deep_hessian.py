@@ -552,3 +552,15 @@ def test_activation_tails_scales_and_probabilities():
     assert np.all(rows["p_exact"] <= rows["p_bound"])
     assert np.all(rows["threshold"] == math.log(64))  # ReLU: σ(0) = 0
     assert np.all((rows["ks_pvalue"] > 0) & (rows["ks_pvalue"] <= 1))
+
+
+def test_exceedance_counts_formula():
+    rows = {"activation": np.array(["relu", "relu", "tanh"]), "width": np.array([10, 20, 10]),
+            "exceed": np.array([1, 2, 0]), "p_exact": np.array([0.01, 0.02, 0.0]),
+            "p_bound": np.array([0.1, 0.05, 2.5])}
+    out = {r["activation"]: r for r in dh.exceedance_counts(rows)}
+    assert out["relu"]["exceed"] == 3
+    assert out["relu"]["expected"] == pytest.approx(10 * 0.01 + 20 * 0.02)
+    mean = 10 * 0.1 + 20 * 0.05
+    assert out["relu"]["allowed"] == pytest.approx(mean + 3 * math.sqrt(10 * 0.1 * 0.9 + 20 * 0.05 * 0.95))
+    assert out["tanh"]["allowed"] == pytest.approx(10.0)  # a bound above 1 is capped at probability 1

@@ -772,7 +772,7 @@ def hidden_layer_norms(settings: Mapping[str, Any], key: Array) -> dict[str, np.
             models = {a: mlp(k, (m,) * L, input_dim=d, activation=a, dtype=jnp.float64) for a in settings.activations}
             p0 = models[settings.activations[0]][1]
             mats = [np.asarray(layer["W"]) for layer in p0["layers"]] + [np.asarray(p0["v"])]
-            c0 = max(float(np.linalg.norm(w, 2)) for w in mats) / math.sqrt(m)
+            c0 = max(largest_singular_value(w) for w in mats) / math.sqrt(m)
             points = [(0.0, p0)] + [(float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r)))
                                     for j, r in enumerate(settings.radii) for i in range(settings.sphere_points)]
             for a in settings.activations:
@@ -890,6 +890,25 @@ def activation_tail_summary(rows: Mapping[str, np.ndarray]) -> list[dict[str, An
     return out
 
 
+
+def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per activation of :func:`activation_tails`: ``exceed`` = the number of units (all layers of all networks)
+    with |α_i⁽ˡ⁾| ≥ ln m + |σ(0)|, ``expected`` = Σ m·p_l (exact), and what Lemma F.4 allows: each unit exceeds
+    with probability at most b_l = 2exp(−ln²m/(2𝖫_σ²s_l²)), so the count has mean at most μ = Σ m·b_l;
+    ``allowed`` = μ + 3√(Σ m·b_l(1 − b_l)), three standard deviations of the count as a sum of independent
+    Bernoulli variables (the units of one layer are independent given the previous layer; across layers this is
+    an approximation)."""
+    act = np.asarray(rows["activation"])
+    out = []
+    for a in dict.fromkeys(act.tolist()):
+        sel = act == a
+        m, b = rows["width"][sel].astype(np.float64), np.minimum(rows["p_bound"][sel], 1.0)
+        out.append({"activation": a, "exceed": int(rows["exceed"][sel].sum()),
+                    "expected": float(np.sum(m * rows["p_exact"][sel])),
+                    "allowed": float(np.sum(m * b) + 3.0 * math.sqrt(np.sum(m * b * (1.0 - b))))})
+    return out
+
+
 __all__ = [
     "DENSE_FACTOR_MAX",
     "a_priori_layer_jacobian",
@@ -901,6 +920,7 @@ __all__ = [
     "compression_check",
     "eigenvalue_gradient",
     "eq_17_terms",
+    "exceedance_counts",
     "gd_checkpoints",
     "hessian_bounds",
     "hidden_layer_norms",
