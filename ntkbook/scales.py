@@ -166,6 +166,20 @@ class Prop31(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class HiddenLayers(ExperimentSettings):
+    """Sizes of ``hidden_layers``: Lemma F.3 (‖α⁽ˡ⁾‖ in the ball, printed and corrected bound) and Lemma F.4
+    (|α_i⁽ˡ⁾| ≤ ln m + |σ(0)| at W₀, exact conditional Gaussian law) for float64 MLPs."""
+
+    activations: tuple[str, ...]
+    depths: tuple[int, ...]
+    widths: tuple[int, ...]
+    seeds: int
+    input_dim: int
+    radii: tuple[float, ...]
+    sphere_points: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class Thm31(ExperimentSettings):
     """Sizes of ``thm_3_1``: ‖H‖ against Theorem 3.1 (and tighter bounds) at W0 and on spheres ‖W − W0‖ = R, v trained.
     """
@@ -607,6 +621,19 @@ class KrDegenerate(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
+class KrDeltaSeparated(ExperimentSettings):
+    """Sizes of ``kr_delta_separated``: Thm. I.1 / Cor. I.2 (ReLU) on data of controlled separation δ: a near pair
+    and a near antipode at distance δ in n points of S^{d−1}, the half circle with n points, uniform sphere data."""
+
+    n: int
+    d: int
+    deltas: tuple[float, ...]
+    circle_ns: tuple[int, ...]
+    sphere_shapes: tuple[tuple[int, int], ...]
+    seeds: int
+
+
+@dataclass(frozen=True, kw_only=True)
 class CovRoutes(ExperimentSettings):
     """Sizes of ``cov_routes``: Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo."""
 
@@ -694,6 +721,20 @@ class GdModerate(ExperimentSettings):
     d: int
     widths: tuple[int, ...]
     steps: int
+    activations: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class InitialMisfit(ExperimentSettings):
+    """Sizes of ``initial_misfit``: Lemma 6.12 by Monte Carlo, ‖f(W₀) − y‖ over ``draws`` draws of W₀ (even k),
+    the tail frequencies at each δ of ``deltas``; ``batch`` draws per compiled call."""
+
+    n: int
+    d: int
+    k: int
+    draws: int
+    batch: int
+    deltas: tuple[float, ...]
     activations: tuple[str, ...]
 
 
@@ -819,6 +860,16 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "ci": Prop31(widths=(32, 64, 128, 256), seeds=2, input_dim=4, activation="tanh"),
         "book": Prop31(widths=(32, 64, 128, 256, 512, 1024), seeds=2, input_dim=4, activation="tanh"),
         "paper": Prop31(widths=(32, 64, 128, 256, 512, 1024, 2048, 4096), seeds=5, input_dim=4, activation="tanh"),
+    },
+    "hidden_layers": {
+        # Lemmas F.3 and F.4: hidden-layer norms (W₀ and spheres ‖W − W₀‖ = R) and coordinates at W₀
+        "ci": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3), widths=(32, 128, 512), seeds=1,
+                           input_dim=4, radii=(2.0,), sphere_points=1),
+        "book": HiddenLayers(activations=("softplus", "relu"), depths=(2, 3, 4), widths=(32, 128, 512, 1024),
+                             seeds=2, input_dim=4, radii=(1.0, 4.0), sphere_points=1),
+        "paper": HiddenLayers(activations=("softplus", "relu", "tanh"), depths=(2, 3, 4),
+                              widths=(32, 128, 512, 2048, 4096), seeds=5, input_dim=4, radii=(1.0, 4.0, 16.0),
+                              sphere_points=3),
     },
     "thm_3_1": {
         # ‖H‖ against Theorem 3.1 (and tighter bounds) at W0 and on spheres ‖W − W0‖ = R, v trained
@@ -1613,6 +1664,21 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "book": KrDegenerate(n=40, d=16, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
         "paper": KrDegenerate(n=100, d=30, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
     },
+    "kr_delta_separated": {
+        # Thm. I.1 / Cor. I.2: λ(X) of ReLU and λ_min(E[ℐℐᵀ]) against δ/(100n²); pair distances δ ≤ 1e-2 (the
+        # δ-exponent is fitted there: relative corrections ≈ πδ/2 ≤ 2%)
+        "ci": KrDeltaSeparated(n=20, d=10, deltas=(1e-4, 1e-3, 1e-2), circle_ns=(2, 4, 8, 16, 32, 64),
+                               sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3)), seeds=2),
+        "book": KrDeltaSeparated(n=40, d=16, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
+                                 circle_ns=(2, 4, 8, 16, 32, 64, 128, 256),
+                                 sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30)),
+                                 seeds=5),
+        "paper": KrDeltaSeparated(n=100, d=30, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
+                                  circle_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
+                                  sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30),
+                                                 (400, 20), (1000, 3)),
+                                  seeds=10),
+    },
     "cov_routes": {
         # Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo
         "ci": CovRoutes(n=12, d=6, activations=("softplus", "relu", "tanh", "quadratic"), samples=20_000, degree=96),
@@ -1683,6 +1749,15 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "paper": GdModerate(
             n=100, d=30, widths=(20, 80, 320, 1280, 5120, 20480), steps=40_000, activations=("softplus", "relu")
         ),
+    },
+    "initial_misfit": {
+        # Lemma 6.12: P(‖f(W₀)−y‖ > ‖y‖(1+(1+δ)B)) ≤ e^{−δ²n/(2‖X‖²)} and Eq. (6.19), frequencies over draws of W₀
+        "ci": InitialMisfit(n=20, d=10, k=50, draws=2000, batch=500, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+                            activations=("softplus", "relu")),
+        "book": InitialMisfit(n=50, d=10, k=100, draws=10_000, batch=1000, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
+                              activations=("softplus", "relu")),
+        "paper": InitialMisfit(n=100, d=20, k=1000, draws=100_000, batch=1000,
+                               deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0), activations=("softplus", "relu")),
     },
     "sgd_moderate": {
         # Theorem 2.6: SGD at its step size (ν = 8) and at the GD step of Corollary 2.2, `runs` index sequences

@@ -486,3 +486,81 @@ def test_resnet_matches_numpy(x64):
     assert model.width == 5 and model.depth == 3 and model.widths == (5, 5, 5)
     with pytest.raises(ValueError, match="width"):
         resnet(jax.random.key(0), 0, 2)
+
+
+def test_lemma_f3_bounds_by_hand():
+    b = dh.lemma_f3_bounds(3, 16, 2.0, 4.0, 1.5, 0.5, math.log(2))
+    q = 2.0 + 4.0 / 4.0  # c₀ + R/√m
+    first = [(1.5 * q) ** layer * 4.0 * 0.5 for layer in (1, 2, 3)]
+    sums = [1.0, 1.0 + 1.5 * q, 1.0 + 1.5 * q + (1.5 * q) ** 2]
+    np.testing.assert_allclose(b["printed"], [f + s * math.log(2) for f, s in zip(first, sums)], rtol=1e-14)
+    np.testing.assert_allclose(b["corrected"], [f + s * 4.0 * math.log(2) for f, s in zip(first, sums)], rtol=1e-14)
+
+
+def test_activation_tail_probability_closed_forms():
+    from scipy.stats import norm
+
+    for s, t in ((1.0, 3.0), (0.4, 2.5), (2.0, 1.0)):
+        assert dh.activation_tail_probability("relu", s, t) == pytest.approx(norm.sf(t / s), rel=1e-10)
+        b = math.log(math.expm1(t))  # softplus(b) = t
+        assert dh.activation_tail_probability("softplus", s, t) == pytest.approx(norm.sf(b / s), rel=1e-9)
+        # tanh: |tanh| < 1, so no unit reaches t ≥ 1; below 1 both tails count
+    assert dh.activation_tail_probability("tanh", 1.0, 1.0) == 0.0
+    assert dh.activation_tail_probability("tanh", 1.0, 0.5) == pytest.approx(2 * norm.sf(math.atanh(0.5)), rel=1e-9)
+
+
+def _forward_by_hand(params, x, act):
+    """α⁽¹⁾, …, α⁽ᴸ⁾ of the NTK-parameterized MLP without biases, written out in NumPy."""
+    a, out = np.asarray(x, dtype=np.float64), []
+    for layer in params["layers"]:
+        w = np.asarray(layer["W"], dtype=np.float64)
+        a = act(w @ a / math.sqrt(w.shape[1]))
+        out.append(a)
+    return out
+
+
+def test_hidden_layer_norms_against_a_hand_written_forward_pass():
+    from ntkbook.activations import get_activation
+    from ntkbook.models import mlp
+
+    cfg = scales.get("hidden_layers", "ci").replace(activations=("softplus",), depths=(2,), widths=(8,), seeds=1,
+                                                    input_dim=3, radii=(1.0,), sphere_points=1)
+    key = jax.random.key(4)
+    rows = dh.hidden_layer_norms(cfg, key)
+    with jax.enable_x64(True):
+        _, p0 = mlp(jax.random.fold_in(key, 100_000 * 2 + 8), (8, 8), input_dim=3, activation="softplus",
+                    dtype=jax.numpy.float64)
+        x = np.asarray(dh.unit_scale_input(jax.random.fold_in(key, 7), 3, dtype=jax.numpy.float64))
+    soft = lambda z: get_activation("softplus").numpy(z, 0)  # noqa: E731
+    at_w0 = (rows["input"] == "x") & (rows["radius"] == 0)
+    np.testing.assert_allclose(rows["norm"][at_w0], [np.linalg.norm(a) for a in _forward_by_hand(p0, x, soft)],
+                               rtol=1e-12)
+    zero = (rows["input"] == "0") & (rows["layer"] == 1)
+    assert rows["norm"][zero][0] == pytest.approx(math.sqrt(8) * math.log(2), rel=1e-14)
+    assert rows["corrected"][zero][0] == pytest.approx(math.sqrt(8) * math.log(2), rel=1e-14)
+    assert rows["printed"][zero][0] == pytest.approx(math.log(2), rel=1e-14)
+    assert np.all(rows["norm"] <= rows["corrected"] * (1 + 1e-12))
+    c0 = max(np.linalg.norm(np.asarray(w), 2) for w in [*(lay["W"] for lay in p0["layers"]), p0["v"]]) / math.sqrt(8)
+    np.testing.assert_allclose(rows["c0"], c0, rtol=1e-12)
+
+
+def test_activation_tails_scales_and_probabilities():
+    cfg = scales.get("hidden_layers", "ci").replace(activations=("relu",), depths=(3,), widths=(64,), seeds=1)
+    rows = dh.activation_tails(cfg, jax.random.key(5))
+    assert rows["layer"].tolist() == [1, 2, 3]
+    assert rows["scale"][0] == pytest.approx(1.0, rel=1e-12)  # ‖x‖ = √d: the first pre-activation is N(0, 1)
+    assert np.all(rows["p_exact"] <= rows["p_bound"])
+    assert np.all(rows["threshold"] == math.log(64))  # ReLU: σ(0) = 0
+    assert np.all((rows["ks_pvalue"] > 0) & (rows["ks_pvalue"] <= 1))
+
+
+def test_exceedance_counts_formula():
+    rows = {"activation": np.array(["relu", "relu", "tanh"]), "width": np.array([10, 20, 10]),
+            "exceed": np.array([1, 2, 0]), "p_exact": np.array([0.01, 0.02, 0.0]),
+            "p_bound": np.array([0.1, 0.05, 2.5])}
+    out = {r["activation"]: r for r in dh.exceedance_counts(rows)}
+    assert out["relu"]["exceed"] == 3
+    assert out["relu"]["expected"] == pytest.approx(10 * 0.01 + 20 * 0.02)
+    mean = 10 * 0.1 + 20 * 0.05
+    assert out["relu"]["allowed"] == pytest.approx(mean + 3 * math.sqrt(10 * 0.1 * 0.9 + 20 * 0.05 * 0.95))
+    assert out["tanh"]["allowed"] == pytest.approx(10.0)  # a bound above 1 is capped at probability 1

@@ -165,3 +165,58 @@ def test_schur_pairs_satisfy_lemma_6_5():
     assert np.all(out["lmax_AB"] <= out["upper"] + 1e-10 * scale)
     tight = out["kind"] != "random"
     np.testing.assert_allclose(out["lmax_AB"][tight], out["upper"][tight], rtol=1e-10, atol=1e-12)
+
+
+def test_half_circle_is_the_circle_data_of_radius_one():
+    from ntkbook.data.circle import circle_data
+
+    for n in (2, 5, 16):
+        with jax.enable_x64(True):
+            x, _ = circle_data(n, radius=1.0, dtype=jax.numpy.float64)
+        np.testing.assert_allclose(ek.half_circle(n), np.asarray(x), rtol=0, atol=1e-15)
+        assert kr.data_summary(ek.half_circle(n), orders=())["separation"] == pytest.approx(2 * math.sin(math.pi / (2 * n)),
+                                                                                          rel=1e-12)
+
+
+def _relu_pair_lambda(delta):
+    """λ_min of Σ(X) for two unit vectors at distance δ, by hand: Σ = [[1/2, s], [s, 1/2]] with
+    s = c(π − arccos c)/(2π), c = 1 − δ²/2 (arc-cosine kernel of the step times c)."""
+    c = 1.0 - delta**2 / 2.0
+    return 0.5 - c * (math.pi - math.acos(c)) / (2 * math.pi)
+
+
+def test_delta_separated_controls_delta_and_sandwiches_lambda():
+    cfg = scales.get("kr_delta_separated", "ci").replace(n=8, d=5, deltas=(1e-3, 1e-2), circle_ns=(2, 3, 6),
+                                                         sphere_shapes=((6, 3),), seeds=1)
+    out = ek.delta_separated(cfg, jax.random.key(1))
+    fam = out["family"]
+    for family in ("near pair", "near antipode"):
+        sel = fam == family
+        np.testing.assert_allclose(out["delta"][sel], cfg.deltas, rtol=1e-6)
+        # the closest pair's Rayleigh quotient is the 2×2 value (hand-written closed form) for the near pair
+    sel = fam == "near pair"
+    np.testing.assert_allclose(out["rayleigh"][sel], [_relu_pair_lambda(e) for e in cfg.deltas], rtol=1e-9)
+    circ = fam == "half circle"
+    np.testing.assert_allclose(out["delta"][circ], [2 * math.sin(math.pi / (2 * n)) for n in cfg.circle_ns], rtol=1e-12)
+    # two orthogonal points: Σ = I/2 and E[ℐℐᵀ] = [[1/2, 1/4], [1/4, 1/2]] (λ_min 1/4), by hand
+    two = circ & (out["n"] == 2)
+    assert out["lam"][two][0] == pytest.approx(0.5, abs=1e-15)
+    assert out["lam_indicator"][two][0] == pytest.approx(0.25, abs=1e-15)
+    assert np.all(out["lam"] <= out["rayleigh"] + out["resolution"])
+    np.testing.assert_allclose(out["bound"], out["delta"] / (100 * out["n"] ** 2), rtol=1e-15)
+    assert set(fam) == {"near pair", "near antipode", "half circle", "sphere"}
+
+
+def test_delta_separated_lambda_agrees_with_monte_carlo():
+    """λ(X) of the closed form against a Monte Carlo Σ(X) (independent JAX code): by Weyl's inequality
+    |λ_min(Σ̂) − λ_min(Σ)| ≤ ‖Σ̂ − Σ‖₂ ≤ ‖Σ̂ − Σ‖_F, which is within 6 standard errors (entrywise stderr, F-norm)."""
+    from ntkbook import covariance as cov
+
+    x = ek.half_circle(3)
+    lam = ek.delta_separated(scales.get("kr_delta_separated", "ci").replace(
+        n=4, d=3, deltas=(0.5,), circle_ns=(3,), sphere_shapes=(), seeds=1), jax.random.key(2))
+    circ = lam["family"] == "half circle"
+    mc = cov.monte_carlo(x, "relu", jax.random.key(3), samples=400_000)
+    tol = 6 * float(np.linalg.norm(mc.stderr))
+    assert abs(cov.lambda_min(mc.mean) - lam["lam"][circ][0]) <= tol
+    assert tol < 0.2 * lam["lam"][circ][0]  # the test has power: the error bar is well below λ(X)

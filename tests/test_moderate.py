@@ -118,3 +118,47 @@ def test_random_features_experiment():
     out = mo.random_features_vs_k(scales.get("random_features", "ci").replace(n=8, d=5, widths=(2000,), seeds=2), jax.random.key(0))
     np.testing.assert_allclose(out["normalized"], out["lam_tilde"], rtol=0.5)  # λ_min(ΦΦᵀ)/k → λ̃
     assert out["lam_tilde"] >= out["gamma_bound"]  # Appendix H: λ̃ ≥ γ_φ² σ²_min(X∗X)
+
+
+def test_variance_of_activation_against_closed_form_and_quadrature():
+    from ntkbook.activations import get_activation
+    from ntkbook.quadrature import gaussian_expectation
+
+    assert mo.variance_of_activation("relu") == pytest.approx(0.5 - 1 / (2 * math.pi), rel=1e-14)
+    # softplus: the Hermite series of the dual kernel against 1-D Gauss–Hermite quadrature of φ² and φ
+    phi = get_activation("softplus").numpy
+    var = gaussian_expectation(lambda t: phi(t, 0) ** 2) - gaussian_expectation(lambda t: phi(t, 0)) ** 2
+    assert mo.variance_of_activation("softplus") == pytest.approx(var, rel=1e-10)
+    assert mo.variance_of_activation("softplus") <= 1.0  # Poincaré: Var φ(g) ≤ B² = 1
+
+
+@pytest.mark.parametrize("activation", ["relu", "softplus"])
+def test_initial_misfit_moments_and_frequencies(activation):
+    """E Z²/‖y‖² = Var φ(g) and E‖f(W₀) − y‖²/‖y‖² = 1 + Var φ(g) (1ᵀv = 0 makes E f(W₀) = 0), each within
+    5 Monte Carlo standard errors; the tail frequencies are those of the returned samples."""
+    cfg = scales.get("initial_misfit", "ci").replace(n=8, d=4, k=10, draws=4000, batch=1500, deltas=(0.2, 0.5))
+    r = mo.initial_misfit(cfg, jax.random.key(5), activation=activation)
+    assert r["misfit"].shape == r["z"].shape == (4000,)
+    var = mo.variance_of_activation(activation)
+    for sample, expected in ((r["z"] ** 2, var), (r["misfit"] ** 2, 1.0 + var)):
+        se = sample.std(ddof=1) / math.sqrt(sample.size)
+        assert abs(sample.mean() - expected) <= 5 * se
+    assert np.all(r["misfit"] <= r["z"] + 1 + 1e-12)  # triangle inequality (everything divided by ‖y‖)
+    np.testing.assert_array_equal(r["freq_step"], [np.mean(r["z"] > math.sqrt(var) + dl) for dl in cfg.deltas])
+    np.testing.assert_allclose(r["tail_bound"], np.exp(-np.asarray(cfg.deltas) ** 2 * 8 / (2 * r["x_norm"] ** 2)))
+    again = mo.initial_misfit(cfg, jax.random.key(5), activation=activation)
+    np.testing.assert_array_equal(again["misfit"], r["misfit"])  # explicit key: the same draws
+
+
+def test_initial_misfit_needs_even_k():
+    with pytest.raises(ValueError, match="even"):
+        mo.initial_misfit(scales.get("initial_misfit", "ci").replace(k=7), jax.random.key(0))
+
+
+def test_numpy_generator_is_a_function_of_the_key():
+    from ntkbook.random import numpy_generator
+
+    a = numpy_generator(jax.random.key(3)).standard_normal(5)
+    np.testing.assert_array_equal(a, numpy_generator(jax.random.key(3)).standard_normal(5))
+    assert not np.allclose(a, numpy_generator(jax.random.key(4)).standard_normal(5))
+    assert not np.allclose(a, numpy_generator(jax.random.fold_in(jax.random.key(3), 1)).standard_normal(5))

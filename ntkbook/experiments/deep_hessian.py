@@ -698,20 +698,238 @@ def worst_per_network(rows: Mapping[str, np.ndarray], keys: Sequence[str],
     return {k: np.asarray(v) for k, v in out.items()}
 
 
+# ---------------------------------------------------------------------------------------------
+# Appendix F.1 and F.4: hidden-layer norms in the ball (Lemma F.3) and bounded activations (Lemma F.4)
+# ---------------------------------------------------------------------------------------------
+
+
+def lemma_f3_bounds(depth: int, width: int, c0: float, radius: float, lipschitz: float, c_x: float,
+                    sigma0: float) -> dict[str, np.ndarray]:
+    """The bounds on ‖α⁽ˡ⁾(W)‖, l = 1..depth, of Lemma F.3 (Eq. 66), as printed and corrected, shape (depth,).
+
+    With q = c₀ + R/√m and geometric sums S_l = Σ_{i=1}^{l} (𝖫_σq)^{i−1}:
+
+    * ``printed``   = 𝖫_σ^l q^l √m C_x + S_l·σ(0)        (Eq. 66 and its proof, Eq. 114–115);
+    * ``corrected`` = 𝖫_σ^l q^l √m C_x + S_l·√m|σ(0)|    (‖σ(z)‖ ≤ 𝖫_σ‖z‖ + √m|σ(0)| for z ∈ ℝᵐ).
+    """
+    layers = np.arange(1, int(depth) + 1, dtype=np.float64)
+    q = float(c0) + float(radius) / math.sqrt(width)
+    first = (lipschitz * q) ** layers * math.sqrt(width) * float(c_x)
+    sums = np.cumsum((lipschitz * q) ** (layers - 1))
+    return {"printed": first + sums * float(sigma0), "corrected": first + sums * math.sqrt(width) * abs(sigma0)}
+
+
+def sigma_at_zero(activation: str) -> float:
+    """|σ(0)| from the registry's NumPy σ (the ``phi_at_zero`` of :func:`ntkbook.activations.constants`, without
+    computing the Hermite constants there)."""
+    from ..activations import get_activation
+
+    return abs(float(get_activation(activation).numpy(np.zeros(1), 0)[0]))
+
+
+def _hidden_activations(model: MLP, params: PyTree, x: Any) -> list[np.ndarray]:
+    """α⁽¹⁾, …, α⁽ᴸ⁾ at one input (float64, from the NumPy base pass of :mod:`ntkbook.hessian_compressed`)."""
+    bp = base_pass(model, params, x)
+    return [*bp.inputs[1:], bp.last]
+
+
+def hidden_layer_norms(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+    """Lemma F.3: ‖α⁽ˡ⁾(W)‖ against its bound, printed and corrected, at W₀ and on spheres ‖W − W₀‖ = R.
+
+    Settings: ``activations``, ``depths``, ``widths``, ``seeds``, ``input_dim``, ``radii``, ``sphere_points``.
+    Float64 MLPs (:func:`ntkbook.models.mlp`, NTK parameterization, v trained), input x with ‖x‖ = √d
+    (:func:`unit_scale_input`) and C_x = max_i|x_i|; Assumption F.1 holds with the measured
+    c₀ = max_{l ≤ L+1} ‖W₀⁽ˡ⁾‖/√m (v included).  Rows ``input`` = "x": every (activation, L, m, seed, point,
+    layer); rows ``input`` = "0": the input x = 0 (C_x = 0) at W₀, where α⁽¹⁾ = σ(0)𝟙 and ‖α⁽¹⁾‖ = √m|σ(0)|
+    (only for activations with σ(0) ≠ 0).  The weights of one (L, m, seed) are shared by all activations.
+    Returns equal-length arrays ``activation``, ``input``, ``depth``, ``width``, ``seed``, ``radius``, ``layer``,
+    ``norm`` (‖α⁽ˡ⁾‖), ``printed``, ``corrected`` (:func:`lemma_f3_bounds`), ``c0``, ``c_x``.
+    """
+    from ..activations import get_activation
+
+    d = int(settings.input_dim)
+    rows: dict[str, list] = {k: [] for k in ("activation", "input", "depth", "width", "seed", "radius", "layer",
+                                             "norm", "printed", "corrected", "c0", "c_x")}
+
+    def measure(a, L, m, s, c0, lip, sigma0, model, inputs) -> None:
+        for name, xi, r, p in inputs:
+            c_x = float(np.max(np.abs(xi)))
+            bnd = lemma_f3_bounds(L, m, c0, r, lip, c_x, sigma0)
+            for layer, alpha in enumerate(_hidden_activations(model, p, xi), start=1):
+                for k_, val in (("activation", a), ("input", name), ("depth", L), ("width", m), ("seed", s),
+                                ("radius", r), ("layer", layer), ("norm", float(np.linalg.norm(alpha))),
+                                ("printed", bnd["printed"][layer - 1]), ("corrected", bnd["corrected"][layer - 1]),
+                                ("c0", c0), ("c_x", c_x)):
+                    rows[k_].append(val)
+
+    with jax.enable_x64(True):
+        x = np.asarray(unit_scale_input(jax.random.fold_in(key, 7), d, dtype=jnp.float64))
+        consts = {a: (float(get_activation(a).lipschitz), sigma_at_zero(a)) for a in settings.activations}
+        pieces = [(L, m, s) for L in settings.depths for m in settings.widths for s in range(settings.seeds)]
+        for L, m, s in progress(pieces, desc="Lemma F.3", total=len(pieces)):
+            k = jax.random.fold_in(key, 100_000 * L + 1000 * s + m)
+            # the weights do not depend on the activation: one draw (and one set of ball points) serves all
+            models = {a: mlp(k, (m,) * L, input_dim=d, activation=a, dtype=jnp.float64) for a in settings.activations}
+            p0 = models[settings.activations[0]][1]
+            mats = [np.asarray(layer["W"]) for layer in p0["layers"]] + [np.asarray(p0["v"])]
+            c0 = max(largest_singular_value(w) for w in mats) / math.sqrt(m)
+            points = [(0.0, p0)] + [(float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r)))
+                                    for j, r in enumerate(settings.radii) for i in range(settings.sphere_points)]
+            for a in settings.activations:
+                model = models[a][0]
+                lip, sigma0 = consts[a]
+                inputs = [("x", x, r, p) for r, p in points]
+                if sigma0 != 0:  # at x = 0 the bounds are 0 when σ(0) = 0, and so is α
+                    inputs.append(("0", np.zeros(d), 0.0, p0))
+                measure(a, L, m, s, c0, lip, sigma0, model, inputs)
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+def activation_tail_probability(activation: str, scale: float, threshold: float) -> float:
+    """P(|σ(sZ)| ≥ t) for Z ~ N(0, 1), s = ``scale`` > 0, t = ``threshold`` > 0, σ non-decreasing: the exact
+    one-dimensional Gaussian integral Φ̄(b/s) + Φ(a/s) with b = inf{u: σ(u) ≥ t}, a = sup{u: σ(u) ≤ −t} (a term
+    is 0 when σ never reaches ±t), the preimages by bracketing root finding on the NumPy σ of the registry."""
+    from scipy import optimize
+    from scipy.stats import norm
+
+    from ..activations import get_activation
+
+    phi = get_activation(activation).numpy
+    f = lambda u: float(phi(np.array([u]), 0)[0])  # noqa: E731
+    big = 60.0 * max(float(scale), float(threshold), 1.0)
+    p = 0.0
+    if f(big) >= threshold:
+        b = optimize.brentq(lambda u: f(u) - threshold, -big, big, xtol=1e-14, rtol=1e-14) if f(-big) < threshold \
+            else -np.inf
+        p += float(norm.sf(b / scale))
+    if f(-big) <= -threshold:
+        a = optimize.brentq(lambda u: f(u) + threshold, -big, big, xtol=1e-14, rtol=1e-14)
+        p += float(norm.cdf(a / scale))
+    return p
+
+
+def activation_tails(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+    """Lemma F.4 at initialization: |α_i⁽ˡ⁾| against ln m + |σ(0)|, with the exact conditional law.
+
+    Given α⁽ˡ⁻¹⁾, the pre-activations α̃_i⁽ˡ⁾ = Σ_k W_ik⁽ˡ⁾α_k⁽ˡ⁻¹⁾/√m_{l−1} are i.i.d. 𝒩(0, s_l²) over i with
+    s_l = ‖α⁽ˡ⁻¹⁾‖/√m_{l−1} (W⁽ˡ⁾ is independent of the earlier layers).  Hence, exactly,
+    P(|α_i⁽ˡ⁾| ≥ t | α⁽ˡ⁻¹⁾) = :func:`activation_tail_probability`(σ, s_l, t), which the proof (App. I.5) bounds by
+    P(𝖫_σ|α̃_i| ≥ ln m) ≤ 2exp(−ln²m/(2𝖫_σ²s_l²)) for t = ln m + |σ(0)|.
+
+    Settings: ``activations``, ``depths``, ``widths``, ``seeds``, ``input_dim`` (the networks of
+    :func:`hidden_layer_norms` at W₀, input with ‖x‖ = √d).  One row per (activation, L, m, seed, layer):
+    ``scale`` (s_l), ``threshold`` (ln m + |σ(0)|), ``max_abs`` (max_i|α_i⁽ˡ⁾|), ``exceed`` (#i with
+    |α_i⁽ˡ⁾| ≥ t), ``p_exact``, ``p_bound`` (the proof's bound), ``ks_pvalue`` (Kolmogorov–Smirnov test of
+    α̃⁽ˡ⁾/s_l against 𝒩(0, 1), the exact law the proof's Gaussian step uses).
+    """
+    from scipy import stats
+
+    from ..activations import get_activation
+
+    d = int(settings.input_dim)
+    rows: dict[str, list] = {k: [] for k in ("activation", "depth", "width", "seed", "layer", "scale", "threshold",
+                                             "max_abs", "exceed", "p_exact", "p_bound", "ks_pvalue")}
+    with jax.enable_x64(True):
+        x = np.asarray(unit_scale_input(jax.random.fold_in(key, 7), d, dtype=jnp.float64))
+        consts = {a: (float(get_activation(a).lipschitz), sigma_at_zero(a)) for a in settings.activations}
+        pieces = [(a, L, m, s) for a in settings.activations for L in settings.depths for m in settings.widths
+                  for s in range(settings.seeds)]
+        for a, L, m, s in progress(pieces, desc="Lemma F.4", total=len(pieces)):
+            model, p0 = mlp(jax.random.fold_in(key, 100_000 * L + 1000 * s + m), (m,) * L, input_dim=d,
+                            activation=a, dtype=jnp.float64)
+            bp = base_pass(model, p0, x)
+            lip, sigma0 = consts[a]
+            t = math.log(m) + sigma0
+            for layer, (inp, pre, alpha) in enumerate(zip(bp.inputs, bp.pre, [*bp.inputs[1:], bp.last],
+                                                          strict=True), start=1):
+                sd = float(np.linalg.norm(inp)) / math.sqrt(inp.size)
+                for k_, val in (("activation", a), ("depth", L), ("width", m), ("seed", s), ("layer", layer),
+                                ("scale", sd), ("threshold", t), ("max_abs", float(np.max(np.abs(alpha)))),
+                                ("exceed", int(np.sum(np.abs(alpha) >= t))),
+                                ("p_exact", activation_tail_probability(a, sd, t)),
+                                ("p_bound", 2.0 * math.exp(-math.log(m) ** 2 / (2.0 * lip**2 * sd**2))),
+                                ("ks_pvalue", float(stats.kstest(pre / sd, "norm").pvalue))):
+                    rows[k_].append(val)
+    return {k: np.asarray(v) for k, v in rows.items()}
+
+
+
+def hidden_layer_summary(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One row per activation of :func:`hidden_layer_norms`: the largest c₀, the range of ‖α⁽ˡ⁾‖/√m, the largest
+    ratios ‖α⁽ˡ⁾‖/bound (corrected and printed) over the rows with the input x, and the smallest first-layer ratio
+    ‖α⁽¹⁾‖/printed at x = 0 (NaN when the activation has σ(0) = 0 and no such rows)."""
+    act, inp, layer = (np.asarray(rows[k]) for k in ("activation", "input", "layer"))
+    scaled = rows["norm"] / np.sqrt(rows["width"])
+    out = []
+    for a in dict.fromkeys(act.tolist()):
+        sel = (act == a) & (inp == "x")
+        zero = (act == a) & (inp == "0") & (layer == 1)
+        out.append({"activation": a, "c₀ (max)": float(rows["c0"][act == a].max()),
+                    "‖α⁽ˡ⁾‖/√m": f"{scaled[sel].min():.3g}–{scaled[sel].max():.3g}",
+                    "max ‖α‖/corrected": float((rows["norm"] / rows["corrected"])[sel].max()),
+                    "max ‖α‖/printed": float((rows["norm"] / rows["printed"])[sel].max()),
+                    "x = 0: min ‖α⁽¹⁾‖/printed": float((rows["norm"] / rows["printed"])[zero].min())
+                    if zero.any() else math.nan})
+    return out
+
+
+def activation_tail_summary(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """One row per activation of :func:`activation_tails`: number of layers, range of s_l, the largest
+    max_i|α_i⁽ˡ⁾|/(ln m + |σ(0)|), the largest p_l/bound, Σ m·p_l (the chance that some unit of some layer exceeds
+    the threshold, by a union bound) and the smallest Kolmogorov–Smirnov p-value."""
+    act = np.asarray(rows["activation"])
+    out = []
+    for a in dict.fromkeys(act.tolist()):
+        sel = act == a
+        out.append({"activation": a, "layers": int(sel.sum()),
+                    "s_l": f"{rows['scale'][sel].min():.3g}–{rows['scale'][sel].max():.3g}",
+                    "max_i |α_i|/(ln m + |σ(0)|)": float((rows["max_abs"] / rows["threshold"])[sel].max()),
+                    "max p_l/bound": float((rows["p_exact"] / rows["p_bound"])[sel].max()),
+                    "Σ m·p_l": float((rows["width"] * rows["p_exact"])[sel].sum()),
+                    "min KS p-value": float(rows["ks_pvalue"][sel].min())})
+    return out
+
+
+
+def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+    """Per activation of :func:`activation_tails`: ``exceed`` = the number of units (all layers of all networks)
+    with |α_i⁽ˡ⁾| ≥ ln m + |σ(0)|, ``expected`` = Σ m·p_l (exact), and what Lemma F.4 allows: each unit exceeds
+    with probability at most b_l = 2exp(−ln²m/(2𝖫_σ²s_l²)), so the count has mean at most μ = Σ m·b_l;
+    ``allowed`` = μ + 3√(Σ m·b_l(1 − b_l)), three standard deviations of the count as a sum of independent
+    Bernoulli variables (the units of one layer are independent given the previous layer; across layers this is
+    an approximation)."""
+    act = np.asarray(rows["activation"])
+    out = []
+    for a in dict.fromkeys(act.tolist()):
+        sel = act == a
+        m, b = rows["width"][sel].astype(np.float64), np.minimum(rows["p_bound"][sel], 1.0)
+        out.append({"activation": a, "exceed": int(rows["exceed"][sel].sum()),
+                    "expected": float(np.sum(m * rows["p_exact"][sel])),
+                    "allowed": float(np.sum(m * b) + 3.0 * math.sqrt(np.sum(m * b * (1.0 - b))))})
+    return out
+
+
 __all__ = [
     "DENSE_FACTOR_MAX",
     "a_priori_layer_jacobian",
+    "activation_tail_probability",
+    "activation_tail_summary",
+    "activation_tails",
     "ascend_hessian_norm",
     "block_bounds",
     "compression_check",
     "eigenvalue_gradient",
     "eq_17_terms",
+    "exceedance_counts",
     "gd_checkpoints",
     "hessian_bounds",
+    "hidden_layer_norms",
+    "hidden_layer_summary",
     "kernel_at_input",
     "largest_singular_value",
     "layer_factors",
     "layer_tensors",
+    "lemma_f3_bounds",
     "project_to_ball",
     "proposition_3_1",
     "shared_model",

@@ -10,7 +10,9 @@ Appendix H).
 * :func:`hermite_table` — μ_r by sympy and by quadrature;
 * :func:`quadratic_reduction` — Lemma 6.4 (PSD margins with their floating-point tolerance);
 * :func:`higher_order_sweep` — Lemmas H.1/H.2: which r gives the best bound for which (n, d);
-* :func:`schur_pairs` — Lemma 6.5 on random PSD pairs and its tight cases.
+* :func:`schur_pairs` — Lemma 6.5 on random PSD pairs and its tight cases;
+* :func:`delta_separated` — Theorem I.1 and Corollary I.2 (ReLU, λ(X) ≥ δ/(100n²)) on data of
+  controlled separation δ.
 
 All linear algebra in float64 NumPy; random draws from explicit JAX keys (x64 enabled locally).
 """
@@ -355,3 +357,88 @@ def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
         corr = b / np.sqrt(np.outer(np.diag(b), np.diag(b)))
         record("A = c·I, B = c'·correlation (tight)", float(scale[1]) * np.eye(n), float(scale[2]) * corr)
     return {k: np.asarray(v) for k, v in rows.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# Appendix I: δ-separated data (Theorem I.1, Corollary I.2)
+# ---------------------------------------------------------------------------------------------
+
+
+def separation_bound(delta: Any, n: Any) -> np.ndarray:
+    """δ/(100n²), the lower bound of Theorem I.1 on λ_min(E[ℐ(Xw)ℐ(Xw)ᵀ]) and of Corollary I.2 on λ(X) of
+    ReLU for unit-norm data with min_{i≠j} min(‖x_i − x_j‖, ‖x_i + x_j‖) ≥ δ (Eqs. I.1, I.4)."""
+    delta, n = np.asarray(delta, dtype=np.float64), np.asarray(n, dtype=np.float64)
+    return delta / (100.0 * n**2)
+
+
+def half_circle(n: int) -> np.ndarray:
+    """The n unit vectors (cos πk/n, sin πk/n), k < n, shape (n, 2), float64 NumPy: the inputs of
+    :func:`ntkbook.data.circle.circle_data` with radius 1 (that JAX function compiles once per n; a test checks
+    that the two agree).  Its separation is δ = 2 sin(π/(2n)), the largest possible for n points of the plane."""
+    n = int(n)
+    theta = np.pi * np.arange(n) / n
+    return np.stack([np.cos(theta), np.sin(theta)], axis=1)
+
+
+def _closest_pair_rayleigh(x: np.ndarray, sig: np.ndarray) -> float:
+    """uᵀΣu for u = (e_i − s·e_j)/√2, (i, j) the pair with the largest |⟨x_i, x_j⟩| (the pair that sets δ)
+    and s its sign: an upper bound on λ_min(Σ) (a Rayleigh quotient)."""
+    g = np.abs(x @ x.T)
+    np.fill_diagonal(g, -1.0)
+    i, j = np.unravel_index(int(np.argmax(g)), g.shape)
+    s = 1.0 if x[i] @ x[j] >= 0 else -1.0
+    return float((sig[i, i] + sig[j, j] - 2.0 * s * sig[i, j]) / 2.0)
+
+
+def delta_separated(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+    """λ(X) of ReLU (Corollary I.2) and λ_min(E[ℐ(Xw)ℐ(Xw)ᵀ]) (Theorem I.1) against δ/(100n²) on data
+    whose separation δ = min_{i≠j} min(‖x_i − x_j‖, ‖x_i + x_j‖) is controlled.
+
+    Settings: ``n``, ``d``, ``deltas`` (pair families), ``circle_ns``, ``sphere_shapes`` ((n, d) pairs),
+    ``seeds``.  Four families of unit-norm data:
+
+    * ``near pair`` — n points uniform on S^{d−1} with row 1 replaced by a point at distance δ from row 0
+      (angle θ = 2 arcsin(δ/2), :func:`ntkbook.data.sphere.with_near_duplicate` with ε = tan θ), one data
+      set per δ in ``deltas``;
+    * ``near antipode`` — the same with row 1 at distance δ from −row 0;
+    * ``half circle`` — n points at angles πk/n on the unit circle (d = 2), the densest δ-separated set of
+      the plane, δ = 2 sin(π/(2n)), for n in ``circle_ns`` (:func:`half_circle`);
+    * ``sphere`` — n points uniform on S^{d−1}, ``seeds`` data sets per shape.
+
+    Both matrices are exact (the arc-cosine closed forms of :func:`ntkbook.covariance.dual_kernel`:
+    Σ_ij = ρ(π − arccos ρ)/(2π) and E[ℐℐᵀ]_ij = (π − arccos ρ)/(2π), ρ = ⟨x_i, x_j⟩), float64.
+    Returns equal-length arrays ``family``, ``n``, ``d``, ``seed``, ``delta`` (measured from the data,
+    :func:`ntkbook.khatri_rao.data_summary`), ``bound`` (:func:`separation_bound`), ``lam`` (λ(X)),
+    ``lam_indicator``, ``rayleigh`` (uᵀΣ(X)u for the closest pair, an upper bound on λ(X) that is
+    δ/(2π) + O(δ²) for a close pair) and ``resolution`` (:func:`gram_tolerance` of Σ(X)).
+    """
+    out: dict[str, list] = {k: [] for k in ("family", "n", "d", "seed", "delta", "lam", "lam_indicator",
+                                            "rayleigh", "resolution")}
+
+    def measure(family: str, x: np.ndarray, seed: int) -> None:
+        sig = cov.neural_network_covariance(x, "relu", method="closed_form")
+        delta = kr.data_summary(x, orders=())["separation"]
+        for name, value in (("family", family), ("n", x.shape[0]), ("d", x.shape[1]), ("seed", seed),
+                            ("delta", delta), ("lam", cov.lambda_min(sig)),
+                            ("lam_indicator", cov.feature_eigenvalue(x, "step", method="closed_form")),
+                            ("rayleigh", _closest_pair_rayleigh(x, sig)), ("resolution", gram_tolerance(sig))):
+            out[name].append(value)
+
+    n, d = int(settings.n), int(settings.d)
+    base = _sphere(jax.random.fold_in(key, 0), n, d)
+    kdir = jax.random.fold_in(key, 1)
+    with jax.enable_x64(True):
+        xb = jax.numpy.asarray(base)
+        for family, antipodal in (("near pair", False), ("near antipode", True)):
+            for delta in settings.deltas:
+                eps = math.tan(2.0 * math.asin(float(delta) / 2.0))
+                measure(family, np.asarray(sphere.with_near_duplicate(xb, eps, kdir, antipodal=antipodal)), 0)
+    for m in settings.circle_ns:
+        measure("half circle", half_circle(int(m)), 0)
+    for i, (m, dm) in enumerate(settings.sphere_shapes):
+        for s in range(int(settings.seeds)):
+            measure("sphere", _sphere(jax.random.fold_in(jax.random.fold_in(key, 2), 1000 * i + s), int(m), int(dm)),
+                    s)
+    res = {k: np.asarray(v) for k, v in out.items()}
+    res["bound"] = separation_bound(res["delta"], res["n"])
+    return res

@@ -45,6 +45,7 @@ from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
 from ..models.oymak_init import output_weights
 from ..progress import progress
+from ..random import numpy_generator
 from ..training import Tracker, distance_from_start, train_traced
 
 Array = jax.Array
@@ -576,3 +577,71 @@ def sgd(x: Any, y: Any, k: int, key: Array, *, activation: str = "softplus", eta
         r0 = float(jnp.sum((network(w0, x, v, activation) - y) ** 2))
     return {"steps": np.arange(1, steps // record_every + 1) * record_every, "residual2": np.asarray(res2),
             "distance": np.asarray(dist), "initial_residual2": r0, "k": k, "n": n, "d": d, "eta": eta}
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 6.12: the initial misfit, by Monte Carlo
+# ---------------------------------------------------------------------------------------------
+
+
+def _misfit_batch(rng: np.random.Generator, x: np.ndarray, y: np.ndarray, v: np.ndarray, activation: str,
+                  batch: int) -> tuple[np.ndarray, np.ndarray]:
+    """‖φ(XWᵀ)v − y‖ and ‖φ(XWᵀ)v‖ for ``batch`` independent draws W ~ N(0, 1)^{k×d} (float64 NumPy, the
+    registry's NumPy φ)."""
+    w = rng.standard_normal((batch, v.shape[0], x.shape[1]))
+    f = get_activation(activation).numpy(np.einsum("nd,bkd->bnk", x, w), 0) @ v
+    return np.linalg.norm(f - y, axis=1), np.linalg.norm(f, axis=1)
+
+
+def variance_of_activation(activation: str) -> float:
+    """Var φ(g), g ~ N(0, 1), as K_φ(1) − K_φ(0) with the dual kernel K_φ(ρ) = E[φ(u)φ(v)]
+    (:func:`ntkbook.covariance.dual_kernel`: the arc-cosine closed form for ReLU, 1/2 − 1/(2π); the Hermite series
+    otherwise).  By the Gaussian Poincaré inequality Var φ(g) ≤ E[φ'(g)²] ≤ B² (step (e) of Sec. 6.6.1)."""
+    k1, k0 = cov.dual_kernel(activation, np.array([1.0, 0.0]))
+    return float(k1 - k0)
+
+
+def initial_misfit(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+    """Lemma 6.12 by Monte Carlo: the initial misfit ‖f(W₀) − y‖ over ``draws`` independent W₀.
+
+    Settings: ``n``, ``d``, ``k`` (even), ``draws``, ``batch``, ``deltas``.  One data set X (uniform on S^{d−1})
+    and labels y ~ N(0, I_n); v as in Theorem 2.1 (1ᵀv = 0, ‖v‖₂ = ‖y‖/√n).  The draws of W₀ and y come from
+    NumPy generators seeded by ``key`` (:func:`ntkbook.random.numpy_generator`), φ is the registry's NumPy φ.
+    The lemma (|φ'| ≤ B): P(‖f(W₀) − y‖ > ‖y‖(1 + (1 + δ)B)) ≤ e^{−δ²n/(2‖X‖²)}.  Its proof (Sec. 6.6.1):
+    Z = ‖φ(XWᵀ)v‖ is B‖X‖‖v‖₂-Lipschitz in W, so P(Z > E Z + t) ≤ e^{−t²/(2B²‖v‖²‖X‖²)} (Eq. 6.19), and
+    E Z ≤ √(E Z²) = ‖y‖√Var φ(g) ≤ B‖y‖ (steps (a)–(e)); t = δB‖y‖ gives the lemma.
+
+    Returns ``misfit`` and ``z`` (draws,) divided by ‖y‖; scalars ``y_norm``, ``x_norm`` (‖X‖), ``B`` (the
+    registry's Lipschitz constant of φ), ``var_phi`` (:func:`variance_of_activation`), ``n``, ``d``, ``k``,
+    ``draws``; per δ (arrays over ``deltas``): ``tail_bound`` = e^{−δ²n/(2‖X‖²)}, ``freq_lemma`` =
+    fraction with misfit/‖y‖ > 1 + (1 + δ)B, ``freq_step`` = fraction with Z/‖y‖ > √Var φ(g) + δB (Eq. 6.19
+    with the proof's bound on E Z), and ``binomial_se`` = √(p(1 − p)/draws) at p = ``tail_bound``.
+    """
+    n, d, k, draws, batch = (int(settings.n), int(settings.d), int(settings.k), int(settings.draws),
+                             int(settings.batch))
+    if k % 2:
+        raise ValueError(f"k must be even (half of v is +‖y‖/√(kn), half −), got {k}")
+    k_data, k_w = jax.random.split(key)
+    y = numpy_generator(jax.random.fold_in(k_data, 1)).standard_normal(n)
+    y_norm = float(np.linalg.norm(y))
+    with jax.enable_x64(True):
+        x = np.asarray(uniform_sphere(jax.random.fold_in(k_data, 0), n, d, dtype=jnp.float64))
+        v = np.asarray(output_weights(k, y_norm, n, dtype=jnp.float64))
+    rng = numpy_generator(k_w)
+    misfit, z = [], []
+    for i in range(math.ceil(draws / batch)):
+        m, zz = _misfit_batch(rng, x, y, v, activation, min(batch, draws - i * batch))
+        misfit.append(m)
+        z.append(zz)
+    misfit = np.concatenate(misfit) / y_norm
+    z = np.concatenate(z) / y_norm
+    x_norm = kr.spectral_norm(x)
+    b = float(get_activation(activation).lipschitz)
+    var = variance_of_activation(activation)
+    deltas = np.asarray(settings.deltas, dtype=np.float64)
+    tail = np.exp(-(deltas**2) * n / (2.0 * x_norm**2))
+    return {"activation": activation, "misfit": misfit, "z": z, "y_norm": y_norm, "x_norm": x_norm, "B": b,
+            "var_phi": var, "n": n, "d": d, "k": k, "draws": draws, "deltas": deltas, "tail_bound": tail,
+            "freq_lemma": np.array([np.mean(misfit > 1.0 + (1.0 + dl) * b) for dl in deltas]),
+            "freq_step": np.array([np.mean(z > math.sqrt(var) + dl * b) for dl in deltas]),
+            "binomial_se": np.sqrt(tail * (1.0 - tail) / draws)}
