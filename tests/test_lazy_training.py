@@ -242,14 +242,6 @@ def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
             assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-5)
 
 
-def test_summarize_geometric_means():
-    sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
-    out = lt.summarize(sweep, "width", ("a",))
-    np.testing.assert_allclose(out["a"], [2.0, 4.0])
-    out = lt.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
-    np.testing.assert_allclose(out["a"], [2.0, 2.0])
-
-
 def test_fold_key_and_stack_rows():
     from ntkbook.columns import stack_rows
 

@@ -3,7 +3,8 @@ Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Apps. F–G of Liu–Zhu�
 
 * :func:`ball_sweep` — Theorem 3.2: ‖H(W)‖ at W₀, at random points of spheres ‖W − W₀‖ = R, along a
   gradient-descent path and at the worst point found by projected ascent of the top eigenvalue inside
-  the ball, with the tangent kernel K_{(x,x)} at the same points, across widths;
+  the ball (:func:`ntkbook.hessian.ascend_hessian_norm`), with the tangent kernel K_{(x,x)} at the same
+  points, across widths; the path is :func:`gd_checkpoints` (the one training loop, a few iterates kept);
 * :func:`min_width_sweep` — Theorem 3.3: hidden layers of different widths, one layer narrowed at a time;
 * :func:`architecture_sweep` — the CNN of Eq. 90–93 (width = channels) and the ResNet of Eq. 97;
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
@@ -16,6 +17,7 @@ All Hessian norms come from :func:`ntkbook.hessian_spectral_norm` with ``operato
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,16 +26,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..data import digits
+from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
-from ..hessian import at_input, hessian_spectral_norm
-from ..hessian_compressed import single_input
+from ..hessian import ascend_hessian_norm, at_input, hessian_spectral_norm
+from ..hessian_compressed import kernel_at_input, single_input
 from ..kernels import empirical_ntk
-from ..models import mlp
+from ..layer_norms import layer_factors
+from ..models import mlp, shared_model
 from ..models.conv import conv_net
 from ..models.resnet import resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
-from .deep_hessian import ascend_hessian_norm, gd_checkpoints, kernel_at_input, unit_scale_input
+from ..training import distance_from_start, iterate, train
 
 Array = jax.Array
 PyTree = Any
@@ -60,6 +65,33 @@ def _training_data(key: Array, n: int, d: int) -> tuple[Array, Array]:
     xs = jnp.stack([unit_scale_input(k, d) for k in jax.random.split(kx, n)])
     beta = jax.random.normal(kb, (d,)) / math.sqrt(d)
     return xs, jnp.sin(2.0 * xs @ beta)
+
+
+def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int,
+                   checkpoints: int) -> dict[str, Any]:
+    """Full-batch gradient descent on L(W) = (1/2n)Σ(f(W; x_i) − y_i)² (:func:`ntkbook.training.train`), keeping
+    a few iterates only (memory O(checkpoints · P)).
+
+    Returns:
+        dict with ``losses`` (steps,) (loss before each step), ``distances`` (steps,) (‖W_{t+1} − W₀‖),
+        ``points`` (list of the ``checkpoints`` iterates W_t at t = steps·j/checkpoints, j = 1..), ``times``,
+        ``final_loss`` (the loss after the last step).
+    """
+    V.pytree_of_arrays("params", params)
+    x = V.array("x", x)
+    y = V.array("y", y, ndim=1)
+    lr = V.positive_float("lr", lr)
+    steps = V.positive_int("steps", steps)
+    checkpoints = V.positive_int("checkpoints", checkpoints)
+    if steps % checkpoints:
+        raise ValueError(f"steps ({steps}) must be a multiple of checkpoints ({checkpoints})")
+    times = [steps // checkpoints * (j + 1) for j in range(checkpoints)]
+    run = train(shared_model(model).apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
+                track={"distance": distance_from_start(), "point": iterate(steps=tuple(times))})
+    points = [jax.tree_util.tree_map(lambda a, j=j: jnp.asarray(a[j]), run.tracked["point"])
+              for j in range(checkpoints)]
+    return {"losses": run.losses[:-1], "distances": run.tracked["distance"][1:], "points": points,
+            "times": times, "final_loss": float(run.loss)}
 
 
 def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapping[str, Any],
@@ -121,8 +153,6 @@ def ball_sweep(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
     """Theorem 3.2 across ``widths`` × ``seeds`` for fully connected tanh networks of depth ``depth``
     (v trained, d = ``input_dim``).  One :func:`ball_piece` dict per network, plus ``width``, ``seed``,
     ``params`` (P) and ``seconds``."""
-    import time
-
     d, L = settings.input_dim, settings.depth
     xs, ys = _training_data(jax.random.fold_in(key, 1), settings.num_train, d)
     pieces = [(m, s) for m in settings.widths for s in range(settings.seeds)]
@@ -206,16 +236,6 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
 # ---------------------------------------------------------------------------------------------
 
 
-def digit_image(index: int = 0) -> np.ndarray:
-    """One 8 × 8 image of scikit-learn's digits (shipped with the package), standardized per image to
-    zero mean and unit variance (so ‖x‖² = 64 = Q and the first pre-activations are O(1))."""
-    from sklearn.datasets import load_digits
-
-    index = V.positive_int("index", index, minimum=0)
-    img = np.asarray(load_digits().images[index], dtype=np.float64)
-    return ((img - img.mean()) / img.std()).astype(np.float32)
-
-
 def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and at one random point of the sphere ‖W − W₀‖ = ``radius`` for a CNN (``cnn_widths``
     channels, ``cnn_depth`` 3 × 3 convolutional layers on an 8 × 8 digit image) and a ResNet
@@ -224,7 +244,7 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     Rows: ``architecture`` ("cnn"/"resnet"), ``width``, ``seed``, ``params`` (P), ``h0``, ``h_sphere``,
     ``kernel`` (K at W₀; ResNet only, NaN for the CNN), ``iterations``.
     """
-    img = jnp.asarray(digit_image(settings.image))
+    img = jnp.asarray(digits.image(settings.image))
     xr = unit_scale_input(jax.random.fold_in(key, 7), settings.input_dim)
     rows: dict[str, list] = {k: [] for k in ("architecture", "width", "seed", "params", "h0", "h_sphere", "kernel",
                                              "iterations")}
@@ -256,8 +276,6 @@ def activation_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nd
     Rows: ``activation``, ``width``, ``seed``, ``h0``, ``ascent``, ``kernel``, ``L_phi`` (max_l ‖J_α⁽ˡ⁾‖
     at W₀, exact).
     """
-    from .deep_hessian import layer_factors
-
     d, L = settings.input_dim, settings.depth
     x = unit_scale_input(jax.random.fold_in(key, 7), d)
     pieces = [(a, m, s) for a in settings.activations for m in settings.widths for s in range(settings.seeds)]
@@ -339,7 +357,7 @@ __all__ = [
     "ball_piece",
     "ball_sweep",
     "ball_table",
-    "digit_image",
+    "gd_checkpoints",
     "min_width_sweep",
     "relu_versus_smooth",
     "segment_defect",

@@ -495,24 +495,3 @@ def _parameterization_width(keys, x, y, scales, m, activation, steps, lr_factor,
                 "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(apply(p1, x) - y))}
 
     return jax.vmap(one)(keys)
-
-
-# ---------------------------------------------------------------------------------------------
-# Tables
-# ---------------------------------------------------------------------------------------------
-
-
-def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
-              where: Any = None) -> dict[str, np.ndarray]:
-    """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
-
-    ``where`` optionally selects the rows (a boolean array).  Returns ``{by: values, field: means}``.
-    """
-    keys = np.asarray(sweep[by])
-    sel = np.ones(keys.shape, bool) if where is None else np.asarray(where, bool)
-    values = np.unique(keys[sel])
-    out: dict[str, np.ndarray] = {by: values}
-    for f in fields:
-        col = np.asarray(sweep[f], dtype=np.float64)
-        out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
-    return out

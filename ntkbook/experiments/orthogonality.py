@@ -40,12 +40,11 @@ from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
 from ..eigen import lambda_max
-from ..models import MLP, mlp
+from ..models import MLP, mlp, shared_model
 from ..models.densenet import DenseNet, densenet
 from ..quadrature import gaussian_expectation
 from ..sweep import Sweep, grid
 from ..training import step_size_from_kernel, train
-from .deep_hessian import shared_model
 
 Array = jax.Array
 PyTree = Any
