@@ -42,6 +42,7 @@ from ..hessian import dense_hessian
 from ..models import assembly as asm
 from ..models.assembly import Assembly, SubModelFamily
 from ..quadrature import gaussian_expectation
+from ..random import fold_key
 
 Array = jax.Array
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -516,10 +517,10 @@ def lemma2_frequency(widths: Any, draws: int, key: Array) -> dict[str, np.ndarra
     widths = V.int_tuple("widths", tuple(int(w) for w in widths))
     draws = V.positive_int("draws", draws)
     out: dict[str, list] = {k: [] for k in ("width", "frequency", "exact", "bound", "standard_error", "draws")}
-    for i, m in enumerate(widths):
+    for m in widths:
         chunk = max(1, min(draws, (1 << 22) // m))
         count, done = 0, 0
-        k_m = jax.random.fold_in(key, i)
+        k_m = fold_key(key, m)
         while done < draws:  # fixed chunk shape: one compilation per m (the last chunk is masked)
             n = min(chunk, draws - done)
             count += int(_count_exceedances(jax.random.fold_in(k_m, done), chunk, m, n))

@@ -42,6 +42,7 @@ from ..models.resnet import resnet
 from ..norms import norm_221
 from ..progress import progress
 from ..pytree import flat_spec, point_on_sphere
+from ..random import fold_key
 
 Array = jax.Array
 PyTree = Any
@@ -302,9 +303,9 @@ def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray
         model, p0 = _network(k, (m,) * L, d, act, train_output=True)
         x = unit_scale_input(jax.random.fold_in(key, 7), d)
         points = [(0.0, p0)]
-        for j, r in enumerate(settings.radii):
+        for r in settings.radii:
             for i in range(settings.sphere_points):
-                points.append((float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r))))
+                points.append((float(r), point_on_sphere(fold_key(k, float(r), i), p0, float(r))))
         for r, p in points:
             f = layer_factors(model, p, x)
             bnd = hessian_bounds(f, include_v=True)

@@ -38,6 +38,7 @@ from ..models.conv import conv_net
 from ..models.resnet import resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
+from ..random import fold_key
 from ..training import distance_from_start, iterate, train
 
 Array = jax.Array
@@ -114,10 +115,10 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     best_point = params0
     if list(settings.radii) != sorted(settings.radii):
         raise ValueError(f"radii must be increasing, got {settings.radii}")
-    for j, r in enumerate(settings.radii):
+    for r in settings.radii:
         vals = []
         for i in range(settings.sphere_points):
-            p = _sphere_point(jax.random.fold_in(key, 100 * j + i), params0, float(r))
+            p = _sphere_point(fold_key(key, float(r), i), params0, float(r))
             h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol,
                                       start=h0.eigenvector)
             vals.append(h.value)
@@ -223,7 +224,7 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     rows: dict[str, list] = {k: [] for k in ("layer", "narrow", "min_width", "seed", "hessian", "kernel")}
     for j, m, s in progress(pieces, desc="Thm. 3.3", total=len(pieces)):
         widths = tuple(m for _ in range(L)) if j == 0 else tuple(m if i == j - 1 else base for i in range(L))
-        model, p = mlp(jax.random.fold_in(key, 10_000 * j + 100 * s + m), widths, input_dim=d,
+        model, p = mlp(fold_key(key, j, s, m), widths, input_dim=d,
                        activation=settings.activation)
         h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
         for k_, v in zip(rows, (j, m, min(widths), s, h.value, kernel_at_input(model, p, x)), strict=True):

@@ -31,6 +31,7 @@ from .. import khatri_rao as kr
 from ..data import sphere
 from ..eigen import extreme_eigenpairs, lambda_min
 from ..progress import progress
+from ..random import fold_key
 
 Array = jax.Array
 EPS = float(np.finfo(np.float64).eps)
@@ -73,8 +74,8 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
     Gram route.
     """
     rows = []
-    for i, (n, d) in enumerate(settings.shapes):
-        k = jax.random.fold_in(key, i)
+    for n, d in settings.shapes:
+        k = fold_key(key, n, d)
         a, b = _normal(jax.random.fold_in(k, 0), (n, d)), _normal(jax.random.fold_in(k, 1), (n, d + 1))
         ab = kr.khatri_rao(a, b)
         lhs, rhs = ab @ ab.T, (a @ a.T) * (b @ b.T)
@@ -193,13 +194,13 @@ def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str,
     iu = np.triu_indices(n)
     z_limit = monte_carlo_z_limit(len(iu[0]))
     rows = []
-    for i, a in enumerate(progress(settings.activations, desc="activations")):
-        for j, (name, fn, which) in enumerate((("Σ", cov.neural_network_covariance, "sigma"),
-                                               ("Σ̃", cov.output_feature_covariance, "sigma_tilde"))):
+    for a in progress(settings.activations, desc="activations"):
+        for name, fn, which in (("Σ", cov.neural_network_covariance, "sigma"),
+                                ("Σ̃", cov.output_feature_covariance, "sigma_tilde")):
             exact = fn(x, a, method="auto")
             quad = fn(x, a, method="quadrature", degree=settings.degree)
             herm = fn(x, a, method="hermite")
-            mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings.samples,
+            mc = cov.monte_carlo(x, a, fold_key(key, a, which), samples=settings.samples,
                                  which=which)
             diff = (mc.mean - exact)[iu]
             se = mc.stderr[iu]
@@ -269,8 +270,8 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
     their ratio.
     """
     rows = []
-    for i, (n, d) in enumerate(settings.shapes):
-        x = _sphere(jax.random.fold_in(key, i), n, d)
+    for n, d in settings.shapes:
+        x = _sphere(fold_key(key, n, d), n, d)
         s2 = max(float(lambda_min(kr.hadamard_gram(x, 2))), 0.0)
         for a in settings.activations:
             sig = measured_covariance(x, a, False, settings.degree)
