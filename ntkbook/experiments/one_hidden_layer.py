@@ -6,7 +6,7 @@ f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢ x), x ∈ ℝ, wᵢ ~ N(0, 1) trained, v�
 * :func:`eq13_tensor` — ∂²α/∂w² (Eq. 13) by autodiff, for the (2,2,1)-norm bound Eq. (12);
 * :func:`width_sweep` — ‖H‖ (matrix-free Lanczos and closed form), the bound β_σ x²/√m, K(x, x) and
   its infinite-width limit x² E[σ'(wx)²] (Eq. 10), ‖∂f/∂α‖_∞ = 1/√m and ‖∂f/∂α‖ = 1 (Eq. 15), across
-  widths, seeds and inputs.
+  widths, seeds and inputs; :func:`width_sweep_figure` draws it (the chapter and the command line).
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
@@ -254,6 +255,49 @@ def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
             "kernel_limit": float(sweep["kernel_limit"][sel][0]),
         }
     return out
+
+
+def width_sweep_figure(sweep: Mapping[str, Any], fits: Mapping[float, Mapping[str, Any]] | None = None, *,
+                       activation: str = "tanh") -> Any:
+    """The figure of :func:`width_sweep` (chapter 2 and ``python -m ntkbook reproduce one-hidden-layer``).
+
+    Left: ‖H‖ against the width per input x (points: seeds; :func:`ntkbook.plotting.power_law` with the
+    fitted power law and the slope −1/2 drawn for the largest x), with the bound β_σ x²/√m dotted.  Right:
+    K_{(x,x)}(w₀) at the same networks, its infinite-width limit (lines) and a band of ±3 sd/√m.
+
+    Args:
+        sweep: the columns of :func:`width_sweep` (arrays or lists).
+        fits: :func:`sweep_fits` of ``sweep`` (computed when omitted).
+        activation: the activation of the network (for β_σ).
+
+    Returns:
+        the matplotlib figure.
+    """
+    sweep = {k: np.asarray(v) for k, v in sweep.items()}
+    fits = sweep_fits(sweep) if fits is None else fits
+    beta = get_activation(activation).smoothness
+    inputs = np.unique(sweep["x"])
+    fig, (ax_h, ax_k) = plotting.subplots(2, width=5.0, height=4.0)
+    for x, color in zip(inputs, plotting.PALETTE, strict=False):
+        sel = sweep["x"] == x
+        plotting.power_law(ax_h, sweep["width"][sel], sweep["hessian"][sel], label=f"x = {float(x)}", color=color,
+                           reference_slope=-0.5 if x == inputs[-1] else None, fit=fits[float(x)]["hessian"])
+        ws = np.unique(sweep["width"][sel])
+        ax_h.plot(ws, beta * x**2 / np.sqrt(ws), ":", color=color)
+        ax_k.scatter(sweep["width"][sel], sweep["kernel"][sel], s=10, alpha=0.5, color=color, label=f"x = {float(x)}")
+        lim = sweep["kernel_limit"][sel][0]
+        sd = np.array([sweep["kernel_sd"][sel][sweep["width"][sel] == w][0] for w in ws])
+        ax_k.axhline(lim, color=color, linewidth=1)
+        ax_k.fill_between(ws, lim - 3 * sd, lim + 3 * sd, color=color, alpha=0.15)
+    ax_h.set_xlabel("width $m$")
+    ax_h.set_ylabel(r"$\|H\|$")
+    ax_h.legend()
+    ax_k.set_xscale("log")
+    ax_k.set_xlabel("width $m$")
+    ax_k.set_ylabel(r"$K_{(x,x)}(w_0)$")
+    ax_k.legend()
+    fig.tight_layout()
+    return fig
 
 
 def sweep_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]],

@@ -8,7 +8,8 @@ DenseNet of Eq. (37) (:mod:`ntkbook.models.densenet`):
   layer structure (no Jacobian is formed), and :func:`mean_abs_cos`, the orthogonality metric of Eq. (22);
 * :func:`orthogonality_piece` / :func:`orthogonality_sweep` — Figure 3 of Appendix B: mean |cos θᵢⱼ| against
   the width, at initialization and after full-batch gradient descent, for the equal-width network (left), the
-  bottleneck network (right) and the DenseNet (Appendix E);
+  bottleneck network (right) and the DenseNet (Appendix E), drawn by :func:`figure_3_left_panel` and
+  :func:`figure_3_right_panel` (the chapter and the command line);
 * :func:`clt_prediction` — the m → ∞ constant of √m·E|cos θᵢⱼ| for the second layer (Lemma 1's Gaussian);
 * :func:`turn_piece` — Theorem 2: how far the gradient direction of a post-activation neuron turns within the
   ball B(θ₀, R);
@@ -36,6 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from .. import plotting
 from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
@@ -378,6 +380,51 @@ def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str
             out[f"{prefix}mean_abs_cos_init"] = pooled0
     out["settings"] = {"clt_constant_layer2": clt_prediction()}
     return out
+
+
+def figure_3_left_panel(ax: Any, result: Mapping[str, Any], *, title: str | None = None,
+                        ylabel: bool = True) -> None:
+    """Figure 3 (left) of Liu, Zhu & Belkin (2022) on one axes: mean |cos θᵢⱼ| after training against the
+    width of the equal-width network, layers 2 and 3 (layer 1 is exactly orthogonal, Remark 4; points: runs,
+    :func:`ntkbook.plotting.power_law` fits, slope −1/2 dashed), and the second-layer prediction c/√m of
+    Lemma 1's Gaussian dotted (c from ``result["settings"]["clt_constant_layer2"]``).
+
+    ``result`` is :func:`assemble_orthogonality`'s (the chapter's :func:`orthogonality_sweep` or the JSON of
+    ``python -m ntkbook reproduce orthogonality``).
+    """
+    widths = np.asarray(result["widths"], dtype=float)
+    by = np.asarray(result["mean_abs_cos_by_layer"], dtype=float)  # (widths, runs, layers)
+    for layer, color in zip((1, 2), plotting.PALETTE[1:], strict=False):
+        y = by[:, :, layer]
+        plotting.power_law(ax, np.repeat(widths, y.shape[1]), y.ravel(), label=f"layer {layer + 1}", color=color,
+                           reference_slope=-0.5 if layer == 1 else None)
+    clt = float(result["settings"]["clt_constant_layer2"])
+    ax.plot(widths, clt / np.sqrt(widths), ":", color=plotting.PALETTE[1])
+    if title is not None:
+        ax.set_title(title)
+    ax.set_xlabel("width $m$")
+    if ylabel:
+        ax.set_ylabel(r"mean $|\cos\theta_{ij}|$")
+    ax.legend(fontsize=7)
+
+
+def figure_3_right_panel(ax: Any, result: Mapping[str, Any], *, bottleneck_outer: int) -> None:
+    """Figure 3 (right) of Liu, Zhu & Belkin (2022) on one axes: the bottleneck network (m₁ = m₃ =
+    ``bottleneck_outer``, m₂ = m_b) — mean |cos θᵢⱼ| of layer 3 (assembled from the m_b bottleneck neurons,
+    slope −1/2 dashed) and of layer 2 (the bottleneck, assembled from the m₁ neurons of layer 1) against m_b,
+    with the level c/√m₁ dotted.  ``result`` as for :func:`figure_3_left_panel`."""
+    bw = np.asarray(result["bottleneck_widths"], dtype=float)
+    bl = np.asarray(result["bottleneck_mean_abs_cos_by_layer"], dtype=float)
+    for layer, color, label in ((2, plotting.PALETTE[2], "layer 3 (assembled from the bottleneck)"),
+                                (1, plotting.PALETTE[1], "layer 2 (the bottleneck)")):
+        y = bl[:, :, layer]
+        plotting.power_law(ax, np.repeat(bw, y.shape[1]), y.ravel(), label=label, color=color,
+                           reference_slope=-0.5 if layer == 2 else None)
+    clt = float(result["settings"]["clt_constant_layer2"])
+    ax.axhline(clt / math.sqrt(bottleneck_outer), color=plotting.PALETTE[1], linestyle=":")
+    ax.set_xlabel("bottleneck width $m_b$")
+    ax.set_ylabel(r"mean $|\cos\theta_{ij}|$")
+    ax.legend(fontsize=7)
 
 
 def orthogonality_sweep(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck"),
@@ -737,6 +784,8 @@ __all__ = [
     "cosine_matrix",
     "densenet_hessian_piece",
     "densenet_hessian_sweep",
+    "figure_3_left_panel",
+    "figure_3_right_panel",
     "frame_constant",
     "load_data",
     "make_network",
