@@ -43,6 +43,7 @@ from ..models import assembly as asm
 from ..models.assembly import Assembly, SubModelFamily
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
+from ..scales import AssemblyAssumption1, AssemblyTheorem1
 
 Array = jax.Array
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -324,12 +325,12 @@ THEOREM1_FIELDS = ("family", "weights", "scaling", "width", "seed", "scale", "ma
                    "grad_norm", "bound", "bound_lemma2", "lemma2_event", "psi_max", "hess_max")
 
 
-def theorem1_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+def theorem1_pieces(settings: AssemblyTheorem1) -> list[dict[str, Any]]:
     """Independent pieces: one per (family, seed); each covers every width and weight kind."""
     return [{"family": f, "seed": s} for f in settings.families for s in range(settings.seeds)]
 
 
-def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any, beta: Mapping[str, float],
+def theorem1_piece(piece: Mapping[str, Any], settings: AssemblyTheorem1, x: Any, beta: Mapping[str, float],
                    key: Array | None = None) -> dict[str, list]:
     """One (family, seed) of :func:`theorem1_sweep`.
 
@@ -389,7 +390,7 @@ def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any
     return rows
 
 
-def theorem1_sweep(settings: Mapping[str, Any], x: Any, beta: Mapping[str, float], key: Array | None = None
+def theorem1_sweep(settings: AssemblyTheorem1, x: Any, beta: Mapping[str, float], key: Array | None = None
                    ) -> dict[str, np.ndarray]:
     """Theorem 1 measured: every (family, seed, weight kind, width) of the settings, as equal-length arrays.
 
@@ -586,7 +587,7 @@ def median_limits(depth: int, input_norm2_over_d: float = 1.0) -> np.ndarray:
     return np.asarray(out)
 
 
-def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Array | None = None
+def dominating_sweep(settings: AssemblyAssumption1, x: Any, beta: float, key: Array | None = None
                      ) -> dict[str, np.ndarray]:
     """Neuron assemblies with vᵢ = ±1 and s = √m, with and without a dominating sub-model.
 

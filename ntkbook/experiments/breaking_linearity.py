@@ -49,6 +49,13 @@ from ..progress import progress
 from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
+from ..scales import (
+    BreakingBottleneckBall,
+    BreakingBottleneckWidth,
+    BreakingEq30,
+    BreakingNonlinearOutput,
+    BreakingTheorem41,
+)
 from ..training import train_traced
 
 Array = jax.Array
@@ -185,7 +192,7 @@ NONLINEAR_RUN_FIELDS = ("width", "seed", "kernel_change_tilde", "kernel_change_b
                         "max_residual_linear", "output_change")
 
 
-def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
+def nonlinear_output_sweep(settings: BreakingNonlinearOutput, key: Array, *,
                            phi: Activation = PHI) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """f = one-hidden-layer tanh network (trained W and v, d = 2) and f̃ = φ(f), across widths.
 
@@ -312,7 +319,7 @@ def eq30_limit(activation: Activation, alpha: float) -> tuple[float, float]:
 EQ30_FIELDS = ("activation", "width", "seed", "norm_221", "exact", "closed_form", "limit", "limit_sd")
 
 
-def eq30_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def eq30_sweep(settings: BreakingEq30, key: Array) -> dict[str, np.ndarray]:
     """‖∂²α⁽ˡ⁺¹⁾/∂(α⁽ˡ⁾)²‖₂,₂,₁ of a width-1 bottleneck layer across m, for each activation.
 
     ``norm_221`` is :func:`ntkbook.norm_221` of the autodiff tensor (exact for 1 × 1 × m tensors);
@@ -415,7 +422,7 @@ def dense_hessian_at(model: Any, params: PyTree, x: Array) -> Array:
     return dense_hessian(_output_at, params, model, x)
 
 
-def theorem_4_1_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def theorem_4_1_sweep(settings: BreakingTheorem41, key: Array) -> dict[str, np.ndarray]:
     """‖∂²f/∂(w⁽²⁾)²‖ at W₀ (Eq. 109, closed form) for many initializations of the Eq. (31) network.
 
     Settings: ``widths``, ``seeds`` (initializations per width), ``x``.  Returns ``widths`` (W,),
@@ -507,7 +514,7 @@ BALL_FIELDS = ("width", "seed", "point", "hessian", "block", "lanczos_residual",
 BALL_POINTS = ("W0", "random", "gradient", "block_zero")
 
 
-def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def bottleneck_ball_sweep(settings: BreakingBottleneckBall, key: Array) -> dict[str, np.ndarray]:
     """The full ‖H(W)‖ of the Eq. (31) network at W₀ and at three points of the ball, across widths.
 
     Points: ``W0``; ``random`` = W₀ + R·u, u uniform on the unit sphere; ``gradient`` = W₀ + R·ĝ,
@@ -573,7 +580,7 @@ WIDTH_FIELDS = ("width", "bottleneck", "seed", "hessian", "lanczos_residual", "k
                 "max_residual")
 
 
-def bottleneck_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def bottleneck_width_sweep(settings: BreakingBottleneckWidth, key: Array) -> dict[str, np.ndarray]:
     """Networks (m, m_b, m) with activations (tanh, identity, tanh), d = 2: a linear bottleneck.
 
     Two families share one table: m_b = 1 for every m in ``widths`` (Table 1's bottleneck row), and

@@ -43,6 +43,7 @@ from ..norms import norm_221
 from ..progress import progress
 from ..pytree import flat_spec, point_on_sphere
 from ..random import fold_key
+from ..scales import Prop31, RangeCheck, Thm31
 
 Array = jax.Array
 PyTree = Any
@@ -212,7 +213,7 @@ def _n221(norm_221, t: np.ndarray) -> tuple[float, bool]:
     return (r.lower, True) if r.exact else (0.5 * (r.lower + r.upper), False)
 
 
-def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def compression_check(settings: RangeCheck, key: Array) -> list[dict[str, Any]]:
     """‖H‖ from the compressed operator against references that do not use the range argument.
 
     * small networks (``small_width``, float64): the dense P × P autodiff Hessian (LAPACK) against the
@@ -258,7 +259,7 @@ def _network(key: Array, widths: Sequence[int], d: int, activation: str, train_o
     return mlp(key, tuple(widths), input_dim=d, activation=activation, train_output=train_output)
 
 
-def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def proposition_3_1(settings: Prop31, key: Array) -> dict[str, np.ndarray]:
     """Every factor of Eq. (17) for two-hidden-layer networks (v fixed, Eq. 16) across widths and seeds.
 
     Settings: ``widths``, ``seeds``, ``input_dim``, ``activation``.  One row per (width, seed) at W₀:
@@ -287,7 +288,7 @@ def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def theorem_3_1(settings: Thm31, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ against the bounds of Theorem 3.1 for L ∈ ``depths`` over ``widths`` × ``seeds``, at W₀ and at
     ``sphere_points`` random points of each sphere ‖W − W₀‖ = R, R ∈ ``radii`` (v trained).
 

@@ -39,6 +39,7 @@ from ..models.resnet import resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
 from ..random import fold_key
+from ..scales import Activations3, CnnResnet, Relu3, Thm32, Thm33
 from ..training import distance_from_start, iterate, train
 
 Array = jax.Array
@@ -95,7 +96,7 @@ def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, ste
             "times": times, "final_loss": float(run.loss)}
 
 
-def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapping[str, Any],
+def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Thm32,
                key: Array) -> dict[str, Any]:
     """All measurements of Theorem 3.2 for one network; the Hessian is that of f(·; x) at x = ``xs[0]``.
 
@@ -150,7 +151,7 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     return out
 
 
-def ball_sweep(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def ball_sweep(settings: Thm32, key: Array) -> list[dict[str, Any]]:
     """Theorem 3.2 across ``widths`` × ``seeds`` for fully connected tanh networks of depth ``depth``
     (v trained, d = ``input_dim``).  One :func:`ball_piece` dict per network, plus ``width``, ``seed``,
     ``params`` (P) and ``seconds``."""
@@ -210,7 +211,7 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 
 
-def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def min_width_sweep(settings: Thm33, key: Array) -> dict[str, np.ndarray]:
     """‖H(W₀)‖ for depth-``depth`` tanh networks in which one hidden layer (``layer``) has width m_j ∈
     ``narrow`` and every other layer has width ``base``; also the uniform network of width m_j.
 
@@ -237,7 +238,7 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
 # ---------------------------------------------------------------------------------------------
 
 
-def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def architecture_sweep(settings: CnnResnet, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and at one random point of the sphere ‖W − W₀‖ = ``radius`` for a CNN (``cnn_widths``
     channels, ``cnn_depth`` 3 × 3 convolutional layers on an 8 × 8 digit image) and a ResNet
     (``resnet_widths``, ``resnet_depth`` layers, input in ℝ^``input_dim``), ``seeds`` each.
@@ -270,7 +271,7 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def activation_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def activation_sweep(settings: Activations3, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and the best of a short ascent in the ball of radius ``radius`` for depth-``depth``
     networks with each activation in ``activations`` over ``widths`` (seeds ``seeds``).
 
@@ -329,7 +330,7 @@ def segment_defect(model: Any, params0: PyTree, params1: PyTree, x: Any, *, node
             "kernel_change": abs(k1 - k0) / k0, "gradient_change": float(tree_norm(change))}
 
 
-def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def relu_versus_smooth(settings: Relu3, key: Array) -> dict[str, np.ndarray]:
     """Smooth activations against ReLU on segments [W₀, W₀ + Ru] (u a random unit direction), depth
     ``depth``, v trained, over ``widths`` × ``seeds`` × ``activations``.
 

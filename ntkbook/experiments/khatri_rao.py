@@ -18,7 +18,6 @@ All linear algebra in float64 NumPy; random draws from explicit JAX keys (x64 en
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -32,6 +31,7 @@ from ..data import sphere
 from ..eigen import extreme_eigenpairs, lambda_min
 from ..progress import progress
 from ..random import fold_key
+from ..scales import CovRoutes, HermiteBounds, KrDegenerate, KrIdentity, KrSphere, Lemma64, Schur
 
 Array = jax.Array
 EPS = float(np.finfo(np.float64).eps)
@@ -65,7 +65,7 @@ def gram_tolerance(a: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def identity_errors(settings: KrIdentity, key: Array) -> list[dict[str, Any]]:
     """Maximum entrywise errors of the Khatri–Rao identities on random matrices, per (n, d, r).
 
     Settings: ``shapes`` (list of (n, d)), ``orders`` (r values).  For each shape: A∗B with
@@ -101,7 +101,7 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
 # ---------------------------------------------------------------------------------------------
 
 
-def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def sphere_regimes(settings: KrSphere, key: Array) -> dict[str, np.ndarray]:
     """‖X‖, σ²_min(X∗X), κ(X) and the Marchenko–Pastur yardstick across n and d.
 
     Settings: ``ds``, ``fractions`` (n as fractions of D = d(d+1)/2, rounded, at least 2), also
@@ -137,7 +137,7 @@ def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndar
 # ---------------------------------------------------------------------------------------------
 
 
-def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def degenerate_data(settings: KrDegenerate, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """What nearly equal and nearly antipodal inputs do to σ_min(X∗X), κ(X), λ(X) and ‖X‖.
 
     Settings: ``n``, ``d``, ``epsilons``.  Row 1 of a sphere data set is replaced by a point at angle
@@ -182,7 +182,7 @@ def monte_carlo_z_limit(entries: int, false_alarm: float = 1e-3) -> float:
     return float(stats.norm.isf(false_alarm / (2 * entries)))
 
 
-def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def covariance_routes(settings: CovRoutes, key: Array) -> list[dict[str, Any]]:
     """Σ(X) and Σ̃(X) by every route, for each activation in ``settings.activations``.
 
     Settings: ``n``, ``d``, ``activations``, ``samples`` (Monte Carlo), ``degree`` (2-D quadrature).
@@ -261,7 +261,7 @@ def measured_covariance(x: np.ndarray, activation: str, output: bool, degree: in
     return fn(x, activation, method="quadrature", degree=degree)
 
 
-def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def quadratic_reduction(settings: Lemma64, key: Array) -> list[dict[str, Any]]:
     """Lemma 6.4 on sphere data of every (n, d) in ``settings.shapes`` and every activation.
 
     Σ(X) comes from :func:`measured_covariance` (closed form or 2-D quadrature, not the Hermite series of the
@@ -287,7 +287,7 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
     return rows
 
 
-def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: str, output: bool = False
+def higher_order_sweep(settings: HermiteBounds, key: Array, *, activation: str, output: bool = False
                        ) -> dict[str, Any]:
     """Lemma H.1 (``output=False``: λ(X) ≥ μ_r²(φ')σ²_min(X^{∗(r+1)})) or H.2 (``output=True``:
     λ̃(X) ≥ μ_r²(φ)σ²_min(X^{∗r})) for r in ``settings.orders`` across n at fixed d.
@@ -320,7 +320,7 @@ def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: s
 # ---------------------------------------------------------------------------------------------
 
 
-def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
+def schur_pairs(settings: Schur, key: Array) -> dict[str, Any]:
     """Lemma 6.5 on random PSD pairs and on its tight cases.
 
     Settings: ``n``, ``pairs``.  Random pairs: A = GGᵀ/m_A and B = HHᵀ/m_B + diag scaling, with the

@@ -48,6 +48,7 @@ from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
 from ..random import fold_key
+from ..scales import LazyParameterization, LazyRescaled, LazyWeightChange
 from ..training import train, train_traced
 
 Array = jax.Array
@@ -136,7 +137,7 @@ WEIGHT_CHANGE_FIELDS = ("width", "seed", "dist2", "dist_inf", "dist_inf_bound", 
                         "final_loss")
 
 
-def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def weight_change_sweep(settings: LazyWeightChange, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Train the network of Eq. (8) (d = 2, fixed ±1 output weights) to convergence across widths.
 
     For each width m and seed, on :func:`circle_data`: gradient descent from w₀ with
@@ -227,7 +228,7 @@ RESCALED_FIELDS = ("alpha", "seed", "A", "B", "kappa", "kappa_direct", "A_direct
                    "kernel_change", "final_loss")
 
 
-def rescaled_model_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def rescaled_model_sweep(settings: LazyRescaled, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """The centred, rescaled model αf̄ (f̄ = f − f(w₀), Eq. 4) at one fixed width, for several α.
 
     In the factorization of Eq. (4): ``A`` = ‖f̄(w₀) − y/α‖ (= ‖y‖/α since f̄(w₀) = 0) and
@@ -407,7 +408,7 @@ def refined_hessian_norms(batch: EigenResult, keys: Array, x: Array, m: int, act
     return refine_unconverged(batch, solve, tol=LANCZOS_RESIDUAL_TOL)
 
 
-def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
+def parameterization_sweep(settings: LazyParameterization, key: Array, *,
                            activation: str = "tanh") -> dict[str, np.ndarray]:
     """NTK and LeCun versions of the same two-hidden-layer network (widths (m, m), d = 2) across m.
 

@@ -45,6 +45,7 @@ from ..kernels import empirical_ntk, jacobian_matrix
 from ..models import ShallowNetwork
 from ..models.oymak_init import output_weights
 from ..progress import progress
+from ..scales import GdModerate, JacobianLipschitz, JacobianVsK, RandomFeatures, SgdModerate
 from ..training import distance_from_start, train_traced
 
 Array = jax.Array
@@ -122,7 +123,7 @@ def lemma_6_7_width(n: int, norm_x: float, lam: float, bound: float) -> float:
     return float(2 * math.ceil(k / 2))
 
 
-def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus"
+def jacobian_spectrum_vs_k(settings: JacobianVsK, key: Array, *, activation: str = "softplus"
                            ) -> dict[str, Any]:
     """‖J(W₀)‖ and σ_min(J(W₀)) against the bounds of Lemmas 6.6 and 6.7, for each k and seed.
 
@@ -170,7 +171,7 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
 # ---------------------------------------------------------------------------------------------
 
 
-def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def jacobian_lipschitz(settings: JacobianLipschitz, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """‖J(W̃) − J(W)‖ against M‖v‖_∞‖X‖‖W̃ − W‖_F (Lemma 6.8, M = sup|φ''|) on random pairs.
 
     W ~ N(0, 1) and W̃ = W + t·Δ with Δ a random direction of unit Frobenius norm and t spread over
@@ -206,7 +207,7 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
 # ---------------------------------------------------------------------------------------------
 
 
-def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def random_features_vs_k(settings: RandomFeatures, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """λ_min(ΦΦᵀ), Φ = φ(XWᵀ), against ½k(λ̃(X) − 6B/n¹⁰⁰) (Theorem 3.2) across widths k and seeds.
 
     The width n log²(n)/λ̃ (the theorem's condition with C = 1) is appended to ``settings.widths``
@@ -394,7 +395,7 @@ def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
     return fit_geometric_rate(keep, r[keep])
 
 
-def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
+def gd_sweep(settings: GdModerate, key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
     """:func:`gradient_descent` for every k in ``settings.widths`` on one data set (n, d), in one compiled loop
     (:func:`gradient_descent_widths`)."""
     n, d = int(settings.n), int(settings.d)
@@ -456,7 +457,7 @@ def sgd_event_probability(constants: Mapping[str, float], kd: int) -> float:
     return 1 - 4 / constants["nu"] * constants["event_base"] ** (1 / kd)
 
 
-def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def sgd_experiment(settings: SgdModerate, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """Theorem 2.6 on one data set: SGD at the theorem's step size (ν, η̄ = 1) and at the step size of
     Corollary 2.2 (η = n/(2B²‖y‖²‖X‖²), outside the theorem), against full-batch GD at that step.
 

@@ -27,6 +27,7 @@ from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_te
 from ..models import ShallowNetwork, shallow_network
 from ..progress import progress
 from ..quadrature import gaussian_expectation
+from ..scales import OneHiddenLayer
 
 Array = jax.Array
 
@@ -117,7 +118,7 @@ SWEEP_FIELDS = ("width", "seed", "x", "hessian", "hessian_closed", "residual", "
                 "kernel_limit", "kernel_sd", "dfdalpha_inf", "dfdalpha_2")
 
 
-def sweep_pieces(settings: Mapping[str, Any]) -> list[dict[str, int]]:
+def sweep_pieces(settings: OneHiddenLayer) -> list[dict[str, int]]:
     """The independent pieces of the sweep: one per (width, seed)."""
     return [{"width": int(m), "seed": s} for m in settings.widths for s in range(settings.seeds)]
 
@@ -163,7 +164,7 @@ def _piece_measures(activation: Activation):
     return jax.jit(measures)
 
 
-def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
+def sweep_piece(piece: Mapping[str, int], settings: OneHiddenLayer, *, activation: str = "tanh",
                 key: Array | None = None) -> dict[str, list]:
     """One (width, seed): the network of Eq. (8) and, for every input x, the row of :func:`width_sweep`.
 
@@ -200,7 +201,7 @@ def assemble_sweep(pieces: list, results: list[Mapping[str, list]]) -> dict[str,
     return {k: np.asarray([v for r in results for v in r[k]]) for k in SWEEP_FIELDS}
 
 
-def width_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def width_sweep(settings: OneHiddenLayer, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Hessian norm and kernel of Eq. (8) across widths, seeds and inputs.
 
     Returns equal-length arrays, one entry per (width, seed, input):

@@ -45,10 +45,13 @@ from ..eigen import lambda_max
 from ..models import MLP, mlp, shared_model
 from ..models.densenet import DenseNet, densenet
 from ..quadrature import gaussian_expectation
+from ..scales import Densenet, FrameLimit, NeuronGeometry, Orthogonality, OrthogonalityGaussian
 from ..sweep import Sweep, grid
 from ..training import step_size_from_kernel, train
 
 Array = jax.Array
+OrthogonalitySettings = Orthogonality | OrthogonalityGaussian | Densenet | NeuronGeometry
+"""The settings that describe this chapter's data and networks (``dataset``, widths, runs, GD steps)."""
 PyTree = Any
 HIGHEST = jax.lax.Precision.HIGHEST
 KINDS = ("fc", "bottleneck", "densenet")
@@ -60,7 +63,7 @@ DATASETS = ("digits", "gaussian")
 # ---------------------------------------------------------------------------------------------
 
 
-def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Array, Array]:
+def load_data(settings: OrthogonalitySettings, dtype: Any = jnp.float32) -> tuple[Array, Array]:
     """The training set of Appendix B: 20 inputs of two classes with labels ±1 (‖x‖ = √d).
 
     ``settings.dataset``: ``"digits"`` (:func:`ntkbook.data.digits.two_classes` with ``classes`` and
@@ -76,7 +79,7 @@ def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Ar
                                      digits_data.INPUT_DIM, dtype=dtype)
 
 
-def make_network(kind: str, width: int, run: int, settings: Mapping[str, Any], input_dim: int,
+def make_network(kind: str, width: int, run: int, settings: OrthogonalitySettings, input_dim: int,
                  dtype: Any = jnp.float32) -> tuple[Any, PyTree]:
     """The networks of Figure 3 and Appendix E, all tanh, NTK parameterization, N(0, 1) weights.
 
@@ -214,7 +217,7 @@ def frame_constant(gram: Any) -> Array:
     return lambda_max(cosine_matrix(gram))
 
 
-def _frame_limit_piece(coords: Mapping[str, Any], settings: Any, key: Array) -> dict[str, float]:
+def _frame_limit_piece(coords: Mapping[str, Any], settings: FrameLimit, key: Array) -> dict[str, float]:
     x, _ = digits_data.two_classes()
     model, params = mlp(key, (int(coords["lower_width"]), int(settings.upper_width)), input_dim=x.shape[1],
                         activation="tanh")
@@ -295,7 +298,7 @@ def _layer_mean_abs_cos(grams: list[Array]) -> list[Array]:
 # ---------------------------------------------------------------------------------------------
 
 
-def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck")
+def orthogonality_pieces(settings: OrthogonalitySettings, kinds: tuple[str, ...] = ("fc", "bottleneck")
                          ) -> list[dict[str, Any]]:
     """Independent pieces (kind, width, run): ``widths`` for "fc" and "densenet", ``bottleneck_widths`` for
     "bottleneck", ``runs`` each."""
@@ -307,7 +310,7 @@ def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = (
     return out
 
 
-def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+def orthogonality_piece(piece: Mapping[str, Any], settings: OrthogonalitySettings) -> dict[str, Any]:
     """One network of Figure 3: mean |cos θᵢⱼ| (Eq. 22) per hidden layer, averaged over the pairs i ≠ j of the
     first ``sampled_neurons`` neurons (all pairs when the layer is not wider; see :func:`neuron_gradient_grams`)
     and over all training inputs, at initialization and after ``gd_steps`` steps of full-batch gradient descent
@@ -338,7 +341,7 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
     }
 
 
-def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str, Any]],
+def assemble_orthogonality(settings: OrthogonalitySettings, pieces: list[Mapping[str, Any]],
                            results: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Figure 3 as nested lists [[per run] per width] (and [[[per layer] per run] per width]).
 
@@ -427,7 +430,7 @@ def figure_3_right_panel(ax: Any, result: Mapping[str, Any], *, bottleneck_outer
     ax.legend(fontsize=7)
 
 
-def orthogonality_sweep(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck"),
+def orthogonality_sweep(settings: OrthogonalitySettings, kinds: tuple[str, ...] = ("fc", "bottleneck"),
                         **overrides: Any) -> dict[str, Any]:
     """Every piece of :func:`orthogonality_pieces`, assembled (:func:`assemble_orthogonality`).
 
@@ -515,7 +518,7 @@ TURN_FIELDS = ("width", "run", "layer", "neuron", "angle_top", "angle_random", "
                "grad_norm", "gd_distance")
 
 
-def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, list]:
     """Theorem 2 at one (width, run): for neurons of every hidden layer of the equal-width network, the angle
     between ∇_θ αᵢ⁽ˡ⁾(θ₀; x) and ∇_θ αᵢ⁽ˡ⁾(θ₀ + Δ; x) (post-activation, first training input) for
     Δ = R·u (u the eigenvector of the largest |eigenvalue| of the Hessian of α̃ᵢ⁽ˡ⁾ — the direction that turns
@@ -610,7 +613,7 @@ def _second_order_parts(layer: int):
     return fn
 
 
-def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+def quadratic_term_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, list]:
     """Theorem 4 at one (width, run) of the equal-width network, first training input.
 
     For the sub-models αᵢ⁽ˡ⁾ (l = 2, …, L) and their assembly T = α̃₁⁽ˡ⁺¹⁾ (the first neuron of layer l+1, or
@@ -723,7 +726,7 @@ def _output_at(params, model, x):
     return model.apply(params, x[None])[0]
 
 
-def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, float]:
+def densenet_hessian_piece(piece: Mapping[str, Any], settings: Densenet) -> dict[str, float]:
     """‖H_f(θ₀; x)‖ of the DenseNet (Lanczos, first training input) at one (width, run), and ½R²‖H_f‖."""
     from ..hessian import hessian_spectral_norm
 
@@ -741,7 +744,7 @@ def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]
 # ---------------------------------------------------------------------------------------------
 
 
-def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
+def _sweep(piece_fn, settings: NeuronGeometry | Densenet, desc: str) -> dict[str, np.ndarray]:
     from ..progress import progress
 
     pieces = [{"width": int(m), "run": r} for m in settings.widths for r in range(int(settings.runs))]
@@ -751,17 +754,17 @@ def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.nda
     return {k: np.asarray([r[k] for r in results]) for k in results[0]}
 
 
-def turn_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def turn_sweep(settings: NeuronGeometry) -> dict[str, np.ndarray]:
     """:func:`turn_piece` for every (width, run) of the settings, as equal-length arrays (:data:`TURN_FIELDS`)."""
     return _sweep(turn_piece, settings, "Theorem 2: width × run")
 
 
-def quadratic_term_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def quadratic_term_sweep(settings: NeuronGeometry) -> dict[str, np.ndarray]:
     """:func:`quadratic_term_piece` for every (width, run), as equal-length arrays (:data:`QUADRATIC_FIELDS`)."""
     return _sweep(quadratic_term_piece, settings, "Theorem 4: width × run")
 
 
-def densenet_hessian_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def densenet_hessian_sweep(settings: Densenet) -> dict[str, np.ndarray]:
     """:func:`densenet_hessian_piece` for every (width, run): arrays ``width``, ``run``, ``hessian_norm``, ..."""
     return _sweep(densenet_hessian_piece, settings, "DenseNet ‖H‖: width × run")
 

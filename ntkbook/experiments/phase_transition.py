@@ -48,6 +48,7 @@ from .. import _validation as V
 from ..activations import get_activation
 from ..models.oymak_init import output_weights
 from ..progress import progress
+from ..scales import PhaseTransition
 from ..training import StopRule, train
 
 Array = jax.Array
@@ -243,7 +244,7 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
             "rel_error": rel.reshape(shape).T}
 
 
-def panel(activation: str, n: int, settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def panel(activation: str, n: int, settings: PhaseTransition, key: Array) -> dict[str, np.ndarray]:
     """One panel of Figure 2: :func:`fit_column` for every d in ``settings.ds``.
 
     Settings: ``ks``, ``ds``, ``trials``, ``max_iters``, ``tol`` (and optionally ``chunk``).  Returns

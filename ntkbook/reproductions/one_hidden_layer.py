@@ -11,9 +11,10 @@ from typing import Any
 
 from ..experiments import one_hidden_layer as ohl
 from ..reproduce import Reproduction, register, save_figure
+from ..scales import OneHiddenLayer
 
 
-def _assemble(settings, pieces, results) -> dict[str, Any]:
+def _assemble(settings: OneHiddenLayer, pieces, results) -> dict[str, Any]:
     rows = ohl.assemble_sweep(pieces, results)
     fits = ohl.sweep_fits(rows)
     return {

@@ -19,13 +19,14 @@ from typing import Any
 from .. import plotting
 from ..experiments import orthogonality as orth
 from ..reproduce import Reproduction, register, save_figure
+from ..scales import Orthogonality
 
 
-def _pieces(settings) -> list[dict[str, Any]]:
+def _pieces(settings: Orthogonality) -> list[dict[str, Any]]:
     return orth.orthogonality_pieces(settings, ("fc", "bottleneck"))
 
 
-def _assemble(settings, pieces, results) -> dict[str, Any]:
+def _assemble(settings: Orthogonality, pieces, results) -> dict[str, Any]:
     return orth.assemble_orthogonality(settings, pieces, results)
 
 

@@ -18,16 +18,17 @@ import numpy as np
 
 from ..experiments import phase_transition as pt
 from ..reproduce import Reproduction, register, save_figure
+from ..scales import PhaseTransition
 
 SEED = 0
 
 
-def _pieces(settings) -> list[dict[str, Any]]:
+def _pieces(settings: PhaseTransition) -> list[dict[str, Any]]:
     return [{"activation": a, "n": int(n), "d": int(d)}
             for a in settings.activations for n in settings.n_values for d in settings.ds]
 
 
-def _compute(piece, settings) -> dict[str, Any]:
+def _compute(piece, settings: PhaseTransition) -> dict[str, Any]:
     out = pt.fit_column(piece["activation"], piece["n"], piece["d"], settings.ks, trials=settings.trials,
                         lr=pt.PAPER_STEP_SIZES[piece["activation"]], max_iters=settings.max_iters,
                         tol=settings.tol, key=jax.random.key(SEED), chunk=settings.chunk,
@@ -35,7 +36,7 @@ def _compute(piece, settings) -> dict[str, Any]:
     return {k: np.asarray(v).tolist() for k, v in out.items()}
 
 
-def _assemble(settings, pieces, results) -> dict[str, Any]:
+def _assemble(settings: PhaseTransition, pieces, results) -> dict[str, Any]:
     ks, ds = list(settings.ks), list(settings.ds)
     success: dict[str, dict[str, list]] = {}
     iterations: dict[str, dict[str, list]] = {}
