@@ -16,7 +16,9 @@ which cost a small constant times one gradient.
 * :func:`dense_hessian`, :func:`dense_spectral_norm` — the full P × P matrix and its norm, the
   reference for small P;
 * :func:`second_derivative_tensor` — ∂²α/∂w² ∈ ℝ^{out×p×p} of a vector-valued map (the tensors whose
-  (2,2,1)-norms the paper bounds, Eq. 5 and 13).
+  (2,2,1)-norms the paper bounds, Eq. 5 and 13);
+* :func:`shallow_hessian_eigenvalues` — the Hessian of the one-hidden-layer network of Eq. (8) in closed
+  form (Eq. 9), the reference for the matrix-free norm;
 * :func:`ascend_hessian_norm` — the largest ‖H(W)‖ over a ball ‖W − W₀‖ ≤ R found by projected
   gradient ascent of the extreme eigenvalue (:func:`eigenvalue_gradient`, Hellmann–Feynman) — the
   quantity of Theorem 3.2.
@@ -121,6 +123,29 @@ def _check_scalar_fn(fn: ScalarFn, params: PyTree, args: tuple) -> None:
         raise ValueError(f"fn(params, *args) failed: {err}") from err
     if out.shape != ():
         raise ValueError(f"fn(params, *args) must return a scalar, got shape {out.shape}")
+
+
+def shallow_hessian_eigenvalues(activation: Any, v: Any, w: Any, x: Any, root_m: Any) -> Array:
+    """The eigenvalues of the Hessian ∂²f(w; x)/∂w² of the network of Eq. (8), in closed form (Eq. 9).
+
+    For f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃) with x̃ = x/√d (v fixed, w ∈ ℝ^{m×d} trained) and zᵢ = wᵢᵀx̃,
+    H = (1/√m) Σᵢ vᵢσ''(zᵢ) (eᵢeᵢᵀ ⊗ x̃x̃ᵀ) is block diagonal with rank-one blocks: its non-zero
+    eigenvalues are cᵢ = vᵢσ''(zᵢ)‖x̃‖²/√m (eigenvectors eᵢ ⊗ x̃), so ‖H‖ = maxᵢ|cᵢ|.  For d = 1 the cᵢ are
+    the diagonal vᵢσ''(wᵢx)x²/√m of Eq. (9).  Usable inside ``jit``/``vmap``.
+
+    Args:
+        activation: an :class:`~ntkbook.activations.Activation` (σ'' from its ``derivative``).
+        v: (m,) output weights (zero for the padding units of a padded network).
+        w: (m, d) first-layer weights.
+        x: (d,) one input.
+        root_m: √m of the true width m (of a padded network: not of its array size).
+
+    Returns:
+        (m,) the cᵢ.
+    """
+    xt = x / math.sqrt(x.shape[-1])
+    z = jnp.matmul(xt, w.T, precision=jax.lax.Precision.HIGHEST)
+    return v * activation.derivative(z, 2) * jnp.sum(xt * xt) / root_m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -464,4 +489,5 @@ __all__ = [
     "hessian_spectral_norm",
     "hvp",
     "second_derivative_tensor",
+    "shallow_hessian_eigenvalues",
 ]

@@ -323,6 +323,7 @@ def _ascend_norm(family, x, q_basis, rho, u0, steps):
 THEOREM1_FIELDS = ("family", "weights", "scaling", "width", "seed", "scale", "max_v", "beta", "worst",
                    "worst_concentrated", "worst_check_error", "hessian_term", "random_rms", "random_max",
                    "grad_norm", "bound", "bound_lemma2", "lemma2_event", "psi_max", "hess_max")
+"""The columns of :func:`theorem1_sweep` (one row per family, weights, scaling, width and seed)."""
 
 
 def theorem1_pieces(settings: AssemblyTheorem1) -> list[dict[str, Any]]:
@@ -640,7 +641,7 @@ def dominating_sweep(settings: AssemblyAssumption1, x: Any, beta: float, key: Ar
 def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
     """The network f = (1/√m) Σᵢ uᵢ σ(wᵢᵀx/√d) (Eq. 7) as the assembly of the sub-models uᵢσ(wᵢᵀx̂).
 
-    Built with :func:`ntkbook.models.mlp` (one hidden layer, trainable output weights u = v), in float64.
+    Built with :func:`ntkbook.models.dense.mlp` (one hidden layer, trainable output weights u = v), in float64.
     Returns the largest differences between (a) the network and the assembly outputs, (b) the dense
     Hessian of the network (parameters permuted into sub-model blocks (wᵢ, uᵢ)) and
     (1/√m)·blockdiag(H_{g₁}, …, H_{g_m}), and (c) the largest |cos| between the gradients of two
@@ -687,6 +688,8 @@ def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
 
 
 __all__ = [
+    "SPREADS",
+    "SUBSET",
     "THEOREM1_FIELDS",
     "dominating_sweep",
     "lemma2_bound",
@@ -705,4 +708,5 @@ __all__ = [
     "theorem1_pieces",
     "theorem1_sweep",
     "two_layer_as_assembly",
+    "worst_case",
 ]

@@ -153,8 +153,8 @@ def _hvp_errors(base, tilde, params, x, keys, phi):
 
 
 def one_layer_hessian_norm(model: MLP, params: PyTree, x: Array) -> Array:
-    """‖∂²f(W, v; x)/∂(W, v)²‖ of f = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃), x̃ = x/√d (an :func:`mlp` with one hidden
-    layer, trained output, no bias), per input, in closed form.
+    """‖∂²f(W, v; x)/∂(W, v)²‖ of f = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃), x̃ = x/√d (an :func:`~ntkbook.models.dense.mlp`
+    with one hidden layer, trained output, no bias), per input, in closed form.
 
     The Hessian is block diagonal over neurons; the block of neuron i in (wᵢ, vᵢ) is
     [[a x̃x̃ᵀ, b x̃], [b x̃ᵀ, 0]] with a = vᵢσ''(zᵢ)/√m, b = σ'(zᵢ)/√m, whose non-zero eigenvalues are
@@ -203,7 +203,7 @@ def nonlinear_output_sweep(settings: BreakingNonlinearOutput, key: Array, *,
       (``lanczos_steps`` Lanczos steps, vmapped; values whose relative residual is above
       ``LANCZOS_RESIDUAL_TOL`` are recomputed by the restarted solver to tol 1e-6;
       ``lanczos_residual`` is the residual of the value returned) and ``eq29_bound`` = |φ''|K − |φ'|‖H‖;
-    * per (width, seed) after training: f̃ trained by GD on :func:`circle_data` (η = c/λ_max(K̃₀))
+    * per (width, seed) after training: f̃ trained by GD on :func:`~ntkbook.data.circle.circle_data` (η = c/λ_max(K̃₀))
       gives w*; ``kernel_change_tilde`` = ΔK̃ between w₀ and w*, ``kernel_change_base_same_weights``
       = ΔK of the linear-output f between the *same* w₀ and w*, ``kernel_change_linear_trained`` =
       ΔK of f trained by itself on the same labels, ``max_weight_change`` = ‖w* − w₀‖_∞,
@@ -586,7 +586,7 @@ def bottleneck_width_sweep(settings: BreakingBottleneckWidth, key: Array) -> dic
     Two families share one table: m_b = 1 for every m in ``widths`` (Table 1's bottleneck row), and
     m = ``fixed_width`` for every m_b in ``bottlenecks`` (Theorem 3.3: ‖H‖ = Õ(1/√m_b) when the
     bottleneck is the smallest width).  For each (m, m_b, seed), at the first input x₀ of
-    :func:`circle_data`: ``hessian`` = ‖H(W₀)‖ (Lanczos), ``kernel`` = K(x₀, x₀); after GD on the
+    :func:`~ntkbook.data.circle.circle_data`: ``hessian`` = ‖H(W₀)‖ (Lanczos), ``kernel`` = K(x₀, x₀); after GD on the
     training set (η = ``lr_factor``/λ_max(K₀), ``steps`` steps): ``kernel_change`` =
     ‖K(W*) − K(W₀)‖_F/‖K(W₀)‖_F and ``max_residual``.
 

@@ -171,7 +171,8 @@ def eq_17_terms(factors: Mapping[str, np.ndarray]) -> dict[str, float]:
 def structured_norms_check(key: Array, *, width: int = 10, depth: int = 3, input_dim: int = 4,
                            activation: str = "tanh", models: Sequence[str] = ("MLP", "ResNet")
                            ) -> list[dict[str, Any]]:
-    """The closed forms of :func:`layer_factors` against autodiff tensors and :func:`ntkbook.norm_221`.
+    """The closed forms of :func:`ntkbook.layer_norms.layer_factors` against autodiff tensors and
+    :func:`ntkbook.norm_221`.
 
     For a small MLP and/or a small ResNet (``models``; float64, every layer of width ``width`` ≤ 16 so that the
     (2,2,1)-norms are computed by exact enumeration of sign vectors), one row per (model, layer,

@@ -101,7 +101,7 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Thm3
     """All measurements of Theorem 3.2 for one network; the Hessian is that of f(·; x) at x = ``xs[0]``.
 
     Returns a dict with ``h0`` and ``k0`` (‖H‖ and K_{(x,x)} at W₀); per radius R: ``sphere`` (list of
-    ‖H‖ at random points of the sphere), ``ascent`` (best ‖H‖ of :func:`ascend_hessian_norm`, started
+    ‖H‖ at random points of the sphere), ``ascent`` (best ‖H‖ of :func:`ntkbook.hessian.ascend_hessian_norm`, started
     from the maximizer found in the previous radius — the balls are nested, radii increasing),
     ``ascent_distance``, ``ascent_kernel``; along gradient descent: ``gd_hessian`` (‖H‖ at the
     checkpoints), ``gd_kernel``, ``gd_distance`` (‖W_t − W₀‖ at the checkpoints), ``gd_max_distance``,

@@ -42,7 +42,7 @@ from ..eigen import (
     refine_unconverged,
     spectral_norm,
 )
-from ..hessian import dense_hessian, hessian_spectral_norm
+from ..hessian import dense_hessian, hessian_spectral_norm, shallow_hessian_eigenvalues
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
@@ -83,16 +83,15 @@ def shallow_hessian_norm(model: ShallowNetwork, params: PyTree, x: Array) -> Arr
     """‖∂²f(w; x)/∂w²‖ for the fixed-output network of Eq. (8) with d-dimensional inputs, per input.
 
     With x̃ = x/√d and zᵢ = wᵢᵀx̃, f = (1/√m) Σᵢ vᵢσ(zᵢ), so H = (1/√m) Σᵢ vᵢσ''(zᵢ) (eᵢeᵢᵀ ⊗ x̃x̃ᵀ):
-    block diagonal with rank-one blocks, ‖H‖ = ‖x̃‖² maxᵢ |σ''(zᵢ)| / √m (Eq. 9 for d = 1).
+    block diagonal with rank-one blocks, ‖H‖ = ‖x̃‖² maxᵢ |σ''(zᵢ)| / √m (Eq. 9 for d = 1), the largest
+    |eigenvalue| of :func:`ntkbook.hessian.shallow_hessian_eigenvalues`.
 
     Args:
         x: (n, d).  Returns: (n,).
     """
-    x = jnp.atleast_2d(x)
-    xt = x / math.sqrt(model.input_dim)
-    z = jnp.matmul(xt, params["w"].T, precision=HIGHEST)  # (n, m)
-    d2 = jnp.abs(model.activation.derivative(z, 2))
-    return jnp.sum(xt * xt, axis=1) * jnp.max(d2, axis=1) / math.sqrt(model.width)
+    eig = jax.vmap(lambda xi: shallow_hessian_eigenvalues(model.activation, model.v, params["w"], xi,
+                                                          math.sqrt(model.width)))(jnp.atleast_2d(x))
+    return jnp.max(jnp.abs(eig), axis=1)
 
 
 def segment_gradient_sup(model: ShallowNetwork, w_start: PyTree, w_end: PyTree, x: Array, *,
@@ -140,7 +139,7 @@ WEIGHT_CHANGE_FIELDS = ("width", "seed", "dist2", "dist_inf", "dist_inf_bound", 
 def weight_change_sweep(settings: LazyWeightChange, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Train the network of Eq. (8) (d = 2, fixed ±1 output weights) to convergence across widths.
 
-    For each width m and seed, on :func:`circle_data`: gradient descent from w₀ with
+    For each width m and seed, on :func:`~ntkbook.data.circle.circle_data`: gradient descent from w₀ with
     η = ``lr_factor``/λ_max(K(w₀)) for ``steps`` steps, then
 
     * ``dist2`` = ‖w* − w₀‖, ``dist_inf`` = ‖w* − w₀‖_∞;
@@ -414,7 +413,7 @@ def parameterization_sweep(settings: LazyParameterization, key: Array, *,
 
     For each width and seed the LeCun network is the NTK one in LeCun coordinates (:func:`to_lecun`),
     so both start from the same function.  Measured for both: ``kernel_norm`` = ‖K(w₀)‖ (largest
-    eigenvalue on :func:`circle_data`), ``hessian_norm`` = ‖H(w₀)‖ at the first input
+    eigenvalue on :func:`~ntkbook.data.circle.circle_data`), ``hessian_norm`` = ‖H(w₀)‖ at the first input
     (``lanczos_steps`` Lanczos steps, vmapped over seeds; ``lanczos_residual`` is the relative
     residual of the returned Ritz pair; values with a residual above ``LANCZOS_RESIDUAL_TOL`` are
     recomputed by the restarted solver), ``ratio`` = ‖K‖/‖H‖, and after training with

@@ -6,8 +6,8 @@ The model (Eq. 1.1) is f(x; W) = vᵀφ(Wx) with W ∈ ℝ^{k×d} trained and v 
 half of the entries of v equal to +‖y‖/√(kn) and the other half to −‖y‖/√(kn) (one zero when k is
 odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i) − y_i)² (Eq. 2.1, no 1/n).
 
-* :func:`output_weights` (from :mod:`ntkbook.models.oymak_init`), :func:`network`, :func:`tangent_model`,
-  :func:`jacobian`, :func:`jacobian_gram` — the
+* :func:`~ntkbook.models.oymak_init.output_weights` (from :mod:`ntkbook.models.oymak_init`), :func:`network`,
+  :func:`tangent_model`, :func:`jacobian`, :func:`jacobian_gram` — the
   model and its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
 * :func:`jacobian_spectrum_vs_k` — Lemmas 6.6 and 6.7 across widths;
 * :func:`jacobian_lipschitz` — Lemma 6.8 on random pairs;
@@ -55,7 +55,7 @@ MAX_WIDTH = 2_000_000
 
 PAD_WIDTH = 2**15
 """The width sweeps of Lemmas 6.6–6.7 and Theorem 3.2 compute every width up to PAD_WIDTH in networks padded to
-the largest such width of the sweep (:func:`_padded_width`): one compiled draw and one compiled Gram matrix
+the largest such width of the sweep (``_padded_width``): one compiled draw and one compiled Gram matrix
 instead of one per width (at ci every width, thresholds included).  Padding changes no number beyond float64
 rounding of the sums over k: the padded rows of W are drawn and then zeroed, with v = 0 on them (JJᵀ) or their
 features masked to 0 (ΦΦᵀ), and the first k rows of a draw of K ≥ k rows are the draw of k rows (JAX's

@@ -38,7 +38,7 @@ def landscape(t: Any, *, points: int = 361) -> dict[str, np.ndarray]:
 
 
 def enumeration_timing(settings: Norm221Timing, *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Median wall time of exact :func:`norm_221` for a random (d1, d2, d3) tensor, per d3."""
+    """Median wall time of exact :func:`ntkbook.norm_221` for a random (d1, d2, d3) tensor, per d3."""
     rng = np.random.default_rng(seed)
     d1, d2 = settings.d1, settings.d2
     rows: dict[str, list] = {"d3": [], "sign_vectors": [], "seconds": []}
@@ -97,6 +97,7 @@ def proposition_2_1(settings: Prop21, *, seed: int = 0) -> dict[str, np.ndarray]
 
 
 VECTOR_KINDS = ("Gaussian", "uniform", "random signs", "c·s* (maximizing signs)")
+"""The kinds of vector v of :func:`proposition_2_1`, in the order of their ``kind`` index."""
 
 
 def bounds_summary(bounds: Mapping[str, np.ndarray]) -> dict[str, list]:

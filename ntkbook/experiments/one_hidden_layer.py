@@ -23,7 +23,7 @@ import numpy as np
 from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
-from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
+from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor, shallow_hessian_eigenvalues
 from ..models import ShallowNetwork, shallow_network
 from ..progress import progress
 from ..quadrature import gaussian_expectation
@@ -44,13 +44,10 @@ def output_fn(activation: Activation):
 
 
 def closed_form_hessian_diagonal(model: ShallowNetwork, params: Any, x: float) -> Array:
-    """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9); the off-diagonal entries are 0."""
-    return _eq9_diagonal(model.activation, model.v, params["w"][:, 0], x, math.sqrt(model.width))
-
-
-def _eq9_diagonal(activation: Activation, v: Array, w: Array, x: Any, root_m: Any) -> Array:
-    """vᵢ σ''(wᵢx) x² / √m (Eq. 9) with √m given (a padded network's true width)."""
-    return v * activation.derivative(w * x, 2) * x**2 / root_m
+    """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9, :func:`ntkbook.hessian.shallow_hessian_eigenvalues`); the
+    off-diagonal entries are 0."""
+    xs = jnp.reshape(jnp.asarray(x, params["w"].dtype), (1,))
+    return shallow_hessian_eigenvalues(model.activation, model.v, params["w"], xs, math.sqrt(model.width))
 
 
 def hessian_against_closed_form(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
@@ -128,7 +125,7 @@ PAD_WIDTH = 1024
 that every width of a ci sweep shares one compiled Hessian–vector product, Lanczos loop and measurement instead
 of one per width; larger widths are computed at their own size).  The padding changes no quantity: the padded
 units add vᵢσ(0) = 0 to f, and the padded Hessian is diag(H, 0) — the same non-zero spectrum — with the 1/√m of
-Eq. (8) taken from the true m.  The draws are those of :func:`ntkbook.models.shallow_network` at width m (JAX's
+Eq. (8) taken from the true m.  The draws are those of :func:`ntkbook.models.dense.shallow_network` at width m (JAX's
 counter-based generator gives the first m entries of a longer draw), and the Lanczos start vector is the solver's
 default N(0, 1) start at width m, zero on the padding, so the Krylov spaces are those of the unpadded H."""
 
@@ -152,8 +149,7 @@ def _piece_measures(activation: Activation):
 
     def kernel_and_closed(params, x, v, root_m):
         g = grad(params, x, v, root_m)
-        w = params["w"][:, 0]
-        closed = _eq9_diagonal(activation, v, w, x, root_m)
+        closed = shallow_hessian_eigenvalues(activation, v, params["w"], x[None], root_m)
         return jnp.sum(g["w"] ** 2), jnp.max(jnp.abs(closed))
 
     def measures(params, xs, v, root_m):

@@ -38,6 +38,7 @@ Array = jax.Array
 
 TRACK_FIELDS = ("loss", "lambda_min_tilde", "lambda_max_tilde", "lambda_min_base", "rho", "change_tilde",
                 "change_base")
+"""The quantities :func:`theorem_5_1_sweep` tracks along every run."""
 
 
 def theorem_5_1_sweep(settings: OptimizationTheorem51, key: Array, *, phi: Activation = PHI) -> dict[str, Any]:

@@ -1,7 +1,7 @@
 """Chapter 7, second half — deep networks as multi-level assemblies (Liu, Zhu & Belkin 2022, Section 3,
 Appendices B, D, E).
 
-The network of Eq. (8) (:func:`ntkbook.models.mlp`, tanh, NTK parameterization, linear output layer) and the
+The network of Eq. (8) (:func:`ntkbook.models.dense.mlp`, tanh, NTK parameterization, linear output layer) and the
 DenseNet of Eq. (37) (:mod:`ntkbook.models.densenet`):
 
 * :func:`neuron_gradient_grams` — G⁽ˡ⁾[i, j] = ⟨∇_θ α̃ᵢ⁽ˡ⁾(x), ∇_θ α̃ⱼ⁽ˡ⁾(x)⟩ for every hidden layer, from the
@@ -116,7 +116,7 @@ def neuron_gradient_grams(model: MLP | DenseNet, params: PyTree, x: Any, neurons
     of the pre-activations α̃ᵢ⁽ˡ⁾(x) (see the module docstring).
 
     Args:
-        model, params: an :class:`~ntkbook.models.MLP` or :class:`~ntkbook.models.densenet.DenseNet`.
+        model, params: an :class:`~ntkbook.models.dense.MLP` or :class:`~ntkbook.models.densenet.DenseNet`.
         x: inputs (n, d).
         neurons: only the first ``neurons`` neurons of each layer (all when None or larger than the layer).
             Neurons of a layer are exchangeable (i.i.d. rows at initialization), so the pairs among the first
@@ -225,7 +225,7 @@ def _frame_limit_piece(coords: Mapping[str, Any], settings: FrameLimit, key: Arr
     return {"λ_max(C)": float(frame_constant(gram))}
 
 
-#: Eq. 18 in the paper's sequential limit: the frame constant λ_max(C) of the m₂ = ``upper_width``
+#: Eq. 18 in the paper's sequential limit — the frame constant λ_max(C) of the m₂ = ``upper_width``
 #: normals of layer 2 of a two-hidden-layer tanh network (widths (m₁, m₂), first digit image), for
 #: m₁ in ``lower_widths`` and ``runs`` initializations.  C = aI + WDWᵀ/m₁ normalized (W the m₂ × m₁
 #: second-layer weights, D = diag σ'(z)²): a Gram matrix whose spread is of order √(m₂/m₁), so
@@ -516,6 +516,7 @@ _tree_norm_jit = jax.jit(lambda t: jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree
 
 TURN_FIELDS = ("width", "run", "layer", "neuron", "angle_top", "angle_random", "angle_gd", "hessian_norm",
                "grad_norm", "gd_distance")
+"""The columns of :func:`turn_piece` and :func:`turn_sweep`."""
 
 
 def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, list]:
@@ -570,6 +571,7 @@ def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, 
 
 QUADRATIC_FIELDS = ("target_layer", "width", "run", "worst", "hessian_term", "beta", "max_w", "bound", "frame",
                     "bound_with_frame", "rank_one_share", "gram_norm")
+"""The columns of :func:`quadratic_term_piece` and :func:`quadratic_term_sweep`."""
 
 
 @cache
@@ -782,6 +784,7 @@ __all__ = [
     "FRAME_LIMIT",
     "KINDS",
     "QUADRATIC_FIELDS",
+    "TURN_FIELDS",
     "assemble_orthogonality",
     "clt_prediction",
     "cosine_matrix",

@@ -166,6 +166,7 @@ def norm_model(key: Array, *, dim: int = 5, samples: int = 200) -> dict[str, np.
 
 
 DIRECTIONS = ("random", "gradient", "top eigenvector")
+"""The directions of the segments of :func:`kernel_change_in_ball`, in the order of their ``direction`` index."""
 
 
 def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]:
