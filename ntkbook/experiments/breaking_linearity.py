@@ -33,6 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
@@ -45,8 +46,18 @@ from ..kernels import empirical_ntk, kernel_diagonal, relative_change
 from ..models.dense import MLP, mlp
 from ..models.output_maps import PHI, phi_derivatives
 from ..models.wrappers import nonlinear_output
+from ..norms import norm_221
 from ..progress import progress
-from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
+from ..pytree import (
+    flat_spec,
+    random_direction,
+    tree_axpy,
+    tree_dot,
+    tree_max_abs,
+    tree_norm,
+    tree_normal_like,
+    tree_sub,
+)
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
 from ..scales import (
@@ -133,8 +144,6 @@ def hessian_decomposition_hvp(key: Array, *, width: int, probes: int = 4, num_in
 
 @partial(jax.jit, static_argnames=("phi",))
 def _hvp_errors(base, tilde, params, x, keys, phi):
-    from ..pytree import tree_normal_like
-
     def one(xi, key):
         u = tree_normal_like(key, params)
         f, g = jax.value_and_grad(_output_at)(params, base, xi)
@@ -326,8 +335,6 @@ def eq30_sweep(settings: BreakingEq30, key: Array) -> dict[str, np.ndarray]:
     ``closed_form`` = Σᵢ wᵢ²|σ''(wᵢα)| (Eq. 30); ``limit`` = m E[w²|σ''(wα)|], ``limit_sd`` = √m·sd.
     Settings: ``widths``, ``seeds``, ``activations``, ``alpha`` (the value of α⁽ˡ⁾).
     """
-    from ..norms import norm_221
-
     rows: dict[str, list] = {k: [] for k in EQ30_FIELDS}
     alpha = float(settings.alpha)
     for name in settings.activations:
@@ -476,12 +483,10 @@ def gaussian_limit_c1(deltas: Any) -> float:
     block ≥ (√3/16)C₁δ³x⁴ ⟺ |Z| ≥ C₁δ³/12.  The statement P(·) ≥ 1 − 2δ then holds iff
     C₁ ≤ 12 q(2δ)/δ³ with q(p) the p-quantile of |Z|, i.e. q(p) = Φ⁻¹((1 + p)/2).
     """
-    from scipy.stats import norm
-
     d = V.numpy_array("deltas", deltas).ravel()
     if np.any((d <= 0) | (d >= 0.5)):
         raise ValueError("deltas must lie in (0, 1/2)")
-    return float(np.min(12.0 * norm.ppf((1.0 + 2.0 * d) / 2.0) / d**3))
+    return float(np.min(12.0 * stats.norm.ppf((1.0 + 2.0 * d) / 2.0) / d**3))
 
 
 def theorem_4_1_constants(sweep: Mapping[str, Any], deltas: Any, c1: float, x: float) -> dict[str, np.ndarray]:
@@ -543,8 +548,6 @@ def bottleneck_ball_sweep(settings: BreakingBottleneckBall, key: Array) -> dict[
 
 @partial(jax.jit, static_argnames=("m", "lanczos_steps"))
 def _ball_width(keys, m, x, radius, lanczos_steps):
-    from ..pytree import random_direction, tree_axpy
-
     def kernel(model, p):  # K(x, x) at the one input x
         return kernel_diagonal(model.apply, p, x[None])[0]
 
@@ -703,8 +706,6 @@ def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dic
     each bound; ``printed_exact`` = 2Φ̄(log(4/δ) R²) and ``corrected_exact`` = 2Φ̄(√(2 log(4/δ))), the
     closed forms; ``allowed`` = δ/2 and ``binomial_se`` = √(δ/2 (1 − δ/2)/draws).
     """
-    from scipy.stats import norm
-
     radius = V.positive_float("radius", radius)
     delta = V.positive_float("delta", delta)
     if not delta < 1:
@@ -717,6 +718,6 @@ def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dic
     allowed = delta / 2
     return {"printed": float(np.mean(stat > level * radius**4)),
             "corrected": float(np.mean(stat > math.sqrt(2 * level) * radius**2)),
-            "printed_exact": float(2 * norm.sf(level * radius**2)),
-            "corrected_exact": float(2 * norm.sf(math.sqrt(2 * level))),
+            "printed_exact": float(2 * stats.norm.sf(level * radius**2)),
+            "corrected_exact": float(2 * stats.norm.sf(math.sqrt(2 * level))),
             "allowed": allowed, "binomial_se": math.sqrt(allowed * (1 - allowed) / draws)}

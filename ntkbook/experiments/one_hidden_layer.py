@@ -23,8 +23,10 @@ import numpy as np
 from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
+from ..fitting import power_law_fit, slope_standard_error
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor, shallow_hessian_eigenvalues
 from ..models import ShallowNetwork, shallow_network
+from ..norms import norm_221
 from ..progress import progress
 from ..quadrature import gaussian_expectation
 from ..scales import OneHiddenLayer
@@ -218,8 +220,6 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
     (max_k |σ''(w_k x)| x²), ``dfdalpha_inf``, ``dfdalpha_2``, ``hessian`` (dense ‖H‖) and ``bound``
     (the right-hand side of Eq. 12).
     """
-    from ..norms import norm_221
-
     model, params = shallow_network(key, width, activation=activation)
     t221 = norm_221(eq13_tensor(model, params, x))
     if not t221.exact:
@@ -239,8 +239,6 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
     """Per input x: log–log fits of ‖H‖ and K(x, x) against m, and the CLT standard error of the
     kernel's slope (see :func:`ntkbook.fitting.slope_standard_error`)."""
-    from ..fitting import power_law_fit, slope_standard_error
-
     out = {}
     for x in np.unique(sweep["x"]):
         sel = sweep["x"] == x

@@ -42,8 +42,12 @@ from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
 from ..eigen import lambda_max
+from ..hessian import hessian_spectral_norm, hvp
+from ..kernels import empirical_ntk
 from ..models import MLP, mlp, shared_model
 from ..models.densenet import DenseNet, densenet
+from ..progress import progress
+from ..pytree import tree_dot, tree_norm, tree_normal_like, tree_scale, tree_sub
 from ..quadrature import gaussian_expectation
 from ..scales import Densenet, FrameLimit, NeuronGeometry, Orthogonality, OrthogonalityGaussian
 from ..sweep import Sweep, grid
@@ -319,8 +323,6 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: OrthogonalitySetting
     Returns per-layer lists ``mean_abs_cos_init``, ``mean_abs_cos`` (trained), and ``loss_init``,
     ``loss_final``, ``lr``, ``displacement`` ‖θ_T − θ₀‖.
     """
-    from ..kernels import empirical_ntk
-
     x, y = load_data(settings)
     model, params = make_network(piece["kind"], piece["width"], piece["run"], settings, x.shape[1])
     k = int(settings.sampled_neurons)
@@ -436,8 +438,6 @@ def orthogonality_sweep(settings: OrthogonalitySettings, kinds: tuple[str, ...] 
 
     ``overrides`` replace settings (e.g. ``dataset="gaussian"``).
     """
-    from ..progress import progress
-
     settings = settings.replace(**overrides)
     pieces = orthogonality_pieces(settings, kinds)
     results = [orthogonality_piece(p, settings) for p in progress(pieces, desc="network × width × run",
@@ -489,8 +489,6 @@ def _angle(g0: PyTree, g1: PyTree) -> float:
 def _directions(key, salts, top, gd_delta):
     """(top, N(0, I) directions with keys fold_in(key, salt) for each salt, gd_delta) stacked on a leading
     axis (one compiled function per network shape)."""
-    from ..pytree import tree_normal_like
-
     rand = jax.vmap(lambda s: tree_normal_like(jax.random.fold_in(key, s), top))(salts)
     return jax.tree_util.tree_map(lambda t, r, g: jnp.concatenate([t[None], r, g[None]]), top, rand, gd_delta)
 
@@ -530,10 +528,6 @@ def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, 
     the largest over the random directions, ``hessian_norm`` ‖H_{α̃ᵢ}(θ₀)‖, ``grad_norm`` ‖∇α̃ᵢ(θ₀)‖ and
     ``gd_distance`` ‖θ_T − θ₀‖.
     """
-    from ..hessian import hessian_spectral_norm
-    from ..kernels import empirical_ntk
-    from ..pytree import tree_normal_like, tree_sub
-
     radius = float(settings.radius)
     out: dict[str, list] = {k: [] for k in TURN_FIELDS}
     x, y = load_data(settings)
@@ -599,9 +593,6 @@ def _layer_pre_fn(layer: int):
 @cache
 def _second_order_parts(layer: int):
     """jit: (θ⁽ˡ⁾, Δ, w, params, model, x) ↦ (rank-one part (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2, ½ΔᵀH_TΔ)."""
-    from ..hessian import hvp
-    from ..pytree import tree_dot
-
     target, pre = _target_fn(layer), _layer_pre_fn(layer)
 
     @jax.jit
@@ -634,8 +625,6 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> 
     * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
       rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
     """
-    from ..hessian import hessian_spectral_norm
-
     radius = float(settings.radius)
     beta_sigma = get_activation("tanh").smoothness
     out: dict[str, list] = {k: [] for k in QUADRATIC_FIELDS}
@@ -700,8 +689,6 @@ def worst_remainder(fn: Any, params: PyTree, args: tuple, lanczos: Any, radius: 
     ascending each sign.  Every iterate is a point of the sphere, so the value is a lower estimate of the
     maximum.  Returns the best |value| and its Δ.
     """
-    from ..pytree import tree_norm, tree_normal_like, tree_scale
-
     lam_sign = 1.0 if lanczos.eigenvalue >= 0 else -1.0
     rand = tree_normal_like(key, params)
     rand = tree_scale(radius / float(tree_norm(rand)), rand)
@@ -730,8 +717,6 @@ def _output_at(params, model, x):
 
 def densenet_hessian_piece(piece: Mapping[str, Any], settings: Densenet) -> dict[str, float]:
     """‖H_f(θ₀; x)‖ of the DenseNet (Lanczos, first training input) at one (width, run), and ½R²‖H_f‖."""
-    from ..hessian import hessian_spectral_norm
-
     x, _ = load_data(settings)
     model, params = make_network("densenet", piece["width"], piece["run"], settings, x.shape[1])
     x0 = x[0]
@@ -747,8 +732,6 @@ def densenet_hessian_piece(piece: Mapping[str, Any], settings: Densenet) -> dict
 
 
 def _sweep(piece_fn, settings: NeuronGeometry | Densenet, desc: str) -> dict[str, np.ndarray]:
-    from ..progress import progress
-
     pieces = [{"width": int(m), "run": r} for m in settings.widths for r in range(int(settings.runs))]
     results = [piece_fn(p, settings) for p in progress(pieces, desc=desc, total=len(pieces))]
     if isinstance(results[0][next(iter(results[0]))], list):

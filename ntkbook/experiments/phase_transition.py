@@ -37,12 +37,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import jax
 import numpy as np
+from scipy.optimize import isotonic_regression
 
 from .. import _validation as V
 from ..activations import get_activation
@@ -202,8 +204,6 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
     (‖f(W_τ) − y‖/‖y‖ then).  ``dtype``: float32 (the book; the tolerance is far above its resolution) or
     float64 (inside ``jax.enable_x64``, for tests against a float64 reference).
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     V.choice("activation", activation, PAPER_STEP_SIZES)
     n, d, trials = V.positive_int("n", n), V.positive_int("d", d), V.positive_int("trials", trials)
     ks = [V.positive_int("k", int(k)) for k in ks]
@@ -278,8 +278,6 @@ def crossing(ks: Sequence[int], probability: Sequence[float], level: float = 0.5
     below ``level`` and the next one.  Returns ``-inf`` when the fit is already ≥ ``level`` at the
     smallest k and ``+inf`` when it never reaches ``level`` (the crossing lies outside the grid).
     """
-    from scipy.optimize import isotonic_regression
-
     ks = np.asarray(ks, dtype=np.float64)
     p = np.asarray(probability, dtype=np.float64)
     if ks.ndim != 1 or p.shape != ks.shape or ks.size < 2:

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from .. import plotting
 from ..experiments import phase_transition as pt
 from ..reproduce import Reproduction, register, save_figure
 from ..scales import PhaseTransition
@@ -62,8 +63,6 @@ def _assemble(settings: PhaseTransition, pieces, results) -> dict[str, Any]:
 
 def plot_panels(result: dict[str, Any], axes=None):
     """Heat maps of the success probability (k vertical, d horizontal) with the curve kd = n."""
-    from .. import plotting
-
     acts, ns = result["activations"], result["n_values"]
     ks, ds = np.asarray(result["ks"]), np.asarray(result["ds"])
     if axes is None:
