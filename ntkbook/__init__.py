@@ -8,10 +8,10 @@ The public contract (see the book's design guide):
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
 Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``eigen``, ``hessian``,
-``hessian_compressed``, ``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``,
-``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``records``;
-imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and
-``reproductions``.
+``hessian_compressed``, ``layer_norms``, ``norms``, ``khatri_rao``, ``covariance``, ``training``,
+``claims``, ``scales``, ``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``, ``progress``,
+``sweep``, ``records``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
+chapter), ``data`` and ``reproductions``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from . import (
     hessian_compressed,
     kernels,
     khatri_rao,
+    layer_norms,
     models,
     norms,
     plotting,
@@ -69,6 +70,7 @@ __all__ = [
     "hessian_spectral_norm",
     "kernels",
     "khatri_rao",
+    "layer_norms",
     "models",
     "norm_221",
     "norms",

@@ -55,6 +55,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from . import _validation as V
 from . import quadrature
@@ -214,8 +215,6 @@ def _sup_abs(fn: Callable[[float], float], bracket: tuple[float, float]) -> Call
 
     @cache
     def compute() -> float:
-        from scipy.optimize import minimize_scalar
-
         # coarse grid to find the basin, then a bounded refinement around the best grid point
         grid = np.linspace(*bracket, 4001)
         vals = np.abs([fn(t) for t in grid])

@@ -54,6 +54,7 @@ Claim ids are unique within a notebook: a second claim with the same id and a di
 from __future__ import annotations
 
 import html
+import json
 import math
 import os
 import re
@@ -67,6 +68,7 @@ import numpy as np
 from . import _validation as V
 from . import fitting
 from .records import atomic_write_bytes, canonical_json, to_jsonable
+from .scales import SCALES
 
 Status = Literal["passed", "failed", "inconclusive"]
 
@@ -117,8 +119,6 @@ def start(notebook: str, *, scale: str) -> Path:
     """Begin a fresh, empty ledger for ``notebook`` (its file name without ``.ipynb``) at ``scale``."""
     if not isinstance(notebook, str) or not notebook or "/" in notebook:
         raise ValueError(f"notebook must be a file stem such as '01-tangent-kernel', got {notebook!r}")
-    from .scales import SCALES
-
     V.choice("scale", scale, SCALES)
     path = ledger_path(notebook)
     atomic_write_bytes(path, b"")
@@ -137,8 +137,6 @@ def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[d
 
     Raises ``ValueError`` naming the file and line when a line is not a JSON object (a corrupt ledger
     must stop the build, never be read as a claim), and when two ledgers belong to the same notebook."""
-    import json
-
     directory = Path(directory) if directory is not None else ledger_dir()
     out: dict[str, list[dict[str, Any]]] = {}
     where: dict[str, Path] = {}

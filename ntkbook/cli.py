@@ -6,10 +6,10 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from . import reproduce, scales, sweep
+
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from . import reproduce, scales, sweep
-
     parser = argparse.ArgumentParser(prog="python -m ntkbook", description="Reproduce the experiments of the book.")
     sub = parser.add_subparsers(dest="command", required=True)
     sub.add_parser("list", help="list the reproductions")

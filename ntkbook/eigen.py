@@ -63,6 +63,8 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+import scipy.linalg
+from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from . import _validation as V
 from .pytree import FlatSpec, flat_spec
@@ -357,8 +359,6 @@ def _dense(a: Any, which: str, vectors: bool, *, products: int) -> EigenResult:
 
 
 def _dense_host(a: np.ndarray, which: str, vectors: bool) -> EigenResult:
-    import scipy.linalg
-
     n = a.shape[0]
     u = None
     if which in ("LA", "SA"):
@@ -650,8 +650,6 @@ def _host_matvec(op: SymmetricOperator) -> Callable[[np.ndarray], np.ndarray]:
 
 
 def _arpack(op: SymmetricOperator, which: str, tol: float, max_iter: int, ncv: int, start: Any) -> EigenResult:
-    from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
-
     n = op.size
     base = _host_matvec(op)
     count = [0]

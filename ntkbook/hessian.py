@@ -16,11 +16,17 @@ which cost a small constant times one gradient.
 * :func:`dense_hessian`, :func:`dense_spectral_norm` — the full P × P matrix and its norm, the
   reference for small P;
 * :func:`second_derivative_tensor` — ∂²α/∂w² ∈ ℝ^{out×p×p} of a vector-valued map (the tensors whose
-  (2,2,1)-norms the paper bounds, Eq. 5 and 13).
+  (2,2,1)-norms the paper bounds, Eq. 5 and 13);
+* :func:`shallow_hessian_eigenvalues` — the Hessian of the one-hidden-layer network of Eq. (8) in closed
+  form (Eq. 9), the reference for the matrix-free norm;
+* :func:`ascend_hessian_norm` — the largest ‖H(W)‖ over a ball ‖W − W₀‖ ≤ R found by projected
+  gradient ascent of the extreme eigenvalue (:func:`eigenvalue_gradient`, Hellmann–Feynman) — the
+  quantity of Theorem 3.2.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
@@ -34,7 +40,9 @@ from . import _validation as V
 from . import hessian_compressed as hc
 from .eigen import EigenResult, SymmetricOperator, extreme_eigenpairs
 from .models.conv import ConvNet
-from .pytree import FlatSpec, flat_spec, tree_norm, tree_scale
+from .models.dense import MLP
+from .models.resnet import ResNet
+from .pytree import FlatSpec, flat_spec, project_to_ball, tree_axpy, tree_norm, tree_scale, tree_sub
 
 Array = jax.Array
 PyTree = Any
@@ -115,6 +123,29 @@ def _check_scalar_fn(fn: ScalarFn, params: PyTree, args: tuple) -> None:
         raise ValueError(f"fn(params, *args) failed: {err}") from err
     if out.shape != ():
         raise ValueError(f"fn(params, *args) must return a scalar, got shape {out.shape}")
+
+
+def shallow_hessian_eigenvalues(activation: Any, v: Any, w: Any, x: Any, root_m: Any) -> Array:
+    """The eigenvalues of the Hessian ∂²f(w; x)/∂w² of the network of Eq. (8), in closed form (Eq. 9).
+
+    For f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃) with x̃ = x/√d (v fixed, w ∈ ℝ^{m×d} trained) and zᵢ = wᵢᵀx̃,
+    H = (1/√m) Σᵢ vᵢσ''(zᵢ) (eᵢeᵢᵀ ⊗ x̃x̃ᵀ) is block diagonal with rank-one blocks: its non-zero
+    eigenvalues are cᵢ = vᵢσ''(zᵢ)‖x̃‖²/√m (eigenvectors eᵢ ⊗ x̃), so ‖H‖ = maxᵢ|cᵢ|.  For d = 1 the cᵢ are
+    the diagonal vᵢσ''(wᵢx)x²/√m of Eq. (9).  Usable inside ``jit``/``vmap``.
+
+    Args:
+        activation: an :class:`~ntkbook.activations.Activation` (σ'' from its ``derivative``).
+        v: (m,) output weights (zero for the padding units of a padded network).
+        w: (m, d) first-layer weights.
+        x: (d,) one input.
+        root_m: √m of the true width m (of a padded network: not of its array size).
+
+    Returns:
+        (m,) the cᵢ.
+    """
+    xt = x / math.sqrt(x.shape[-1])
+    z = jnp.matmul(xt, w.T, precision=jax.lax.Precision.HIGHEST)
+    return v * activation.derivative(z, 2) * jnp.sum(xt * xt) / root_m
 
 
 # ---------------------------------------------------------------------------------------------
@@ -334,15 +365,129 @@ def _unit_tree(t: PyTree) -> PyTree:
     return tree_scale(1.0 / jnp.where(n > 0, n, 1.0), t)
 
 
+# ---------------------------------------------------------------------------------------------
+# The largest ‖H‖ in a ball: projected gradient ascent of the extreme eigenvalue
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_ascent_model(model: Any) -> None:
+    if isinstance(model, (MLP, ResNet)):
+        hc.check_dense_model(model)
+        return
+    if not isinstance(model, ConvNet):
+        raise TypeError(f"model must be an MLP, ResNet or ConvNet, got {type(model).__name__}")
+    if model.output_dim != 1:
+        raise ValueError(f"the Hessian is that of a scalar output; model has output_dim={model.output_dim}")
+
+
+@jax.jit
+def _second_directional_grad(model, params, x, direction):
+    def second(p):
+        first = lambda q: jax.jvp(lambda r: _model_output(r, model, x, None), (q,), (direction,))[1]  # noqa: E731
+        return jax.jvp(first, (p,), (direction,))[1]
+
+    value, grad = jax.value_and_grad(second)(params)
+    return value, grad, tree_norm(grad)
+
+
+def eigenvalue_gradient(model: Any, params: PyTree, x: Any, direction: PyTree) -> tuple[float, PyTree]:
+    """(uᵀH(W)u, ∇_W uᵀH(W)u) for a fixed direction u — a third-derivative contraction (jvp of jvp, then grad).
+
+    For a simple eigenvalue λ(W) with unit eigenvector u, ∇_W λ = ∇_W (uᵀH(W)u) (Hellmann–Feynman).
+    """
+    _check_ascent_model(model)
+    x = hc.single_input(model, x)
+    value, grad, _ = _second_directional_grad(model, params, x, direction)
+    return float(value), grad
+
+
+@jax.jit
+def _distance(a, b):
+    return tree_norm(tree_sub(a, b))
+
+
+@jax.jit
+def _step_and_project(params, direction, center, step, radius):
+    """Proj_{B(center, radius)}(params + step · direction) in one compiled call."""
+    return project_to_ball(tree_axpy(step, direction, params), center, radius)
+
+
+def ascend_hessian_norm(
+    model: Any,
+    params0: PyTree,
+    x: Any,
+    radius: float,
+    *,
+    steps: int = 8,
+    start: PyTree | None = None,
+    tol: float = 1e-4,
+    initial_step: float = 0.25,
+    min_step: float = 1 / 64,
+) -> dict[str, Any]:
+    """Projected gradient ascent of ‖H(W)‖ = |λ_extreme(H(W))| over the ball ‖W − W₀‖ ≤ R.
+
+    Each of the ``steps`` iterations computes the gradient sign(λ)∇_W(uᵀH(W)u) at the current point (u
+    the extreme eigenvector, :func:`eigenvalue_gradient`) and backtracks along it: try a step of length
+    s, project onto the ball, recompute ‖H‖ (warm-started); accept the first s that increases ‖H‖,
+    halving s from the previous accepted length (initially ``initial_step``·R) down to ``min_step``·R.
+    An accepted step doubles the next trial length (at most R).  The iteration stops early when no
+    step length helps (a local maximum at this resolution).  The result is a lower bound on
+    max_{ball}‖H‖ found by a local method.
+
+    Returns:
+        dict with ``value`` (best ‖H‖ found), ``params`` (the maximizer), ``distance`` (‖W − W₀‖),
+        ``history`` (‖H‖ after every accepted step), ``start_value``, ``products`` (Hessian-vector
+        products), ``evaluations`` (Hessian norms computed), ``kernel`` (K_{(x,x)} at the maximizer).
+    """
+    radius = V.positive_float("radius", radius)
+    steps = V.positive_int("steps", steps, minimum=0)
+    x = hc.single_input(model, x)
+    p = start if start is not None else params0
+    cur = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol)
+    start_value, products, evaluations, history = cur.value, cur.products, 1, []
+    trial = initial_step * radius
+    for _ in range(steps):
+        _, g, gn = _second_directional_grad(model, p, x, cur.eigenvector)
+        gn = float(gn)
+        if gn == 0 or not math.isfinite(gn):
+            break
+        accepted = False
+        while trial >= min_step * radius:
+            dtype = jax.tree_util.tree_leaves(p)[0].dtype
+            q = _step_and_project(p, g, params0, jnp.asarray(math.copysign(trial / gn, cur.eigenvalue), dtype),
+                                  jnp.asarray(radius, dtype))
+            new = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=tol,
+                                        start=cur.eigenvector)
+            products += new.products
+            evaluations += 1
+            if new.value > cur.value:
+                p, cur, accepted = q, new, True
+                history.append(new.value)
+                trial = min(2 * trial, radius)
+                break
+            trial *= 0.5
+        if not accepted:
+            break
+    return {"value": cur.value, "params": p, "distance": float(_distance(p, params0)), "history": history,
+            "start_value": start_value, "products": products, "evaluations": evaluations,
+            "kernel": hc.kernel_at_input(model, p, x)}
+
+
+_MODELS: dict[Any, Any] = {}
+
+
 __all__ = [
     "DENSE_MAX_PARAMS",
     "AtInput",
     "HessianProduct",
+    "ascend_hessian_norm",
     "at_input",
     "dense_hessian",
     "dense_spectral_norm",
+    "eigenvalue_gradient",
     "hessian_operator",
     "hessian_spectral_norm",
     "hvp",
     "second_derivative_tensor",
+    "shallow_hessian_eigenvalues",
 ]

@@ -28,7 +28,8 @@ Two implementations of the product y ↦ QᵀHQ y:
   compile, so sweeps over many network shapes stay cheap (ARPACK and dense only).
 
 :func:`lift` / :func:`compress` (and their NumPy twins :func:`lift_flat` / :func:`compress_flat`) map
-between coordinates y and directions in parameter space.
+between coordinates y and directions in parameter space; :func:`kernel_at_input` reads the tangent
+kernel K_{(x,x)} off the same base pass.
 """
 
 from __future__ import annotations
@@ -337,6 +338,18 @@ def base_pass(model: MLP | ResNet, params: PyTree, x: Any) -> BasePass:
     return BasePass(inputs, pre, s1, s2, bs, gs, a, v, weights, residual, bias, "v" in params)
 
 
+
+def kernel_at_input(model: Any, params: PyTree, x: Any) -> float:
+    """K_{(x,x)}(W) = ‖∇_W f(W; x)‖² of an MLP/ResNet at one input, float64 from :func:`base_pass`
+    (NaN for other models, e.g. a :class:`~ntkbook.models.conv.ConvNet`).
+
+    The same number as ``ntkbook.empirical_ntk(model.apply, params, x[None])[0, 0]``, but accumulated
+    in float64 whatever the dtype of the parameters.
+    """
+    if not isinstance(model, (MLP, ResNet)):
+        return float("nan")
+    return base_pass(model, params, x).kernel
+
 def _unit_np(t: np.ndarray) -> np.ndarray:
     n = float(np.linalg.norm(t))
     return t / n if n > 0 else t
@@ -475,6 +488,7 @@ __all__ = [
     "compressed_output",
     "compressed_zero",
     "frames",
+    "kernel_at_input",
     "layer_inputs",
     "lift",
     "lift_flat",

@@ -23,6 +23,7 @@ accept NumPy or JAX arrays and compute in float64 with NumPy/SciPy (dense n×n e
 
 from __future__ import annotations
 
+from math import comb
 from typing import Any
 
 import numpy as np
@@ -112,8 +113,6 @@ def symmetric_dimension(d: int, r: int = 2) -> int:
     The rows x ⊗ ⋯ ⊗ x are symmetric tensors, so rank(X^{∗r}) ≤ C(d+r−1, r) (d(d+1)/2 for r = 2) and
     σ_min(X^{∗r}) = 0 as soon as n exceeds it.
     """
-    from math import comb
-
     d = V.positive_int("d", d)
     r = V.positive_int("r", r, minimum=0)
     return comb(d + r - 1, r)

@@ -1,13 +1,22 @@
-"""Explicit PRNG keys derived from integer coordinates (a width, a seed index, ...).
+"""Explicit PRNG keys derived from the coordinates of a computation (a width, a seed index, a radius,
+an activation name, ...): the one home of key derivation.
 
-One helper, :func:`fold_key`, used by the chapter modules that derive a key for every
-(width, seed) cell of a sweep from one root key.  ``fold_key(key, m, s)`` is
-``fold_in(fold_in(key, m), s)``: the same coordinates always give the same key, whatever order
-the cells are computed in.  :func:`numpy_generator` turns a key into a NumPy generator, for Monte Carlo
-loops that draw many arrays of one kind in NumPy (no XLA compilation per shape).
+``fold_key(key, m, s)`` is ``fold_in(fold_in(key, m), s)``: the same coordinates always give the same
+key, whatever order the cells are computed in and whatever other cells a sweep contains — never derive a
+key from a position in a list (``fold_in(key, i)`` for the i-th width), which changes when the list
+does.  Integers are folded as they are; a string or a float is folded as the first 32 bits of the
+SHA-256 of its text (``repr`` of the float), so ``fold_key(key, "tanh", 4.0)`` is a key too.
+:func:`ntkbook.sweep.piece_key` is :func:`fold_key` of the hash of a sweep's name and a piece's
+coordinates.
+:func:`numpy_generator` turns a key into a NumPy generator, for Monte Carlo loops that draw many
+arrays of one kind in NumPy (no XLA compilation per shape).
 """
 
 from __future__ import annotations
+
+import hashlib
+import math
+import numbers
 
 import jax
 import numpy as np
@@ -15,23 +24,42 @@ import numpy as np
 __all__ = ["fold_key", "numpy_generator"]
 
 
-def fold_key(key: jax.Array, *values: int) -> jax.Array:
-    """``key`` folded with each integer of ``values`` in turn (``jax.random.fold_in``).
+def _word(value: object) -> int:
+    """The integer folded into a key for one coordinate."""
+    if isinstance(value, bool) or value is None:
+        raise TypeError(f"values must be integers, floats or strings, got {value!r}")
+    if hasattr(value, "__index__"):
+        return int(value)
+    if isinstance(value, numbers.Real):
+        value = float(value)
+        if not math.isfinite(value):
+            raise ValueError(f"a float coordinate must be finite, got {value!r}")
+        text = repr(value)
+    elif isinstance(value, str):
+        text = "s:" + value
+    else:
+        raise TypeError(f"values must be integers, floats or strings, got {value!r}")
+    return int.from_bytes(hashlib.sha256(text.encode()).digest()[:4], "little")
+
+
+def fold_key(key: jax.Array, *values: int | float | str) -> jax.Array:
+    """``key`` folded with each coordinate of ``values`` in turn (``jax.random.fold_in``).
 
     Args:
         key: a JAX PRNG key (new-style ``jax.random.key`` or legacy uint32[2]).
-        *values: integers (Python or NumPy), e.g. a width and a seed index.
+        *values: coordinates: integers (Python or NumPy, folded as they are), finite floats and
+            strings (folded as 32 bits of the SHA-256 of their text; ``4`` and ``4.0`` give different
+            keys).
 
     Returns:
         A key of the same kind as ``key``.
 
     Raises:
-        TypeError: if a value is not an integer.
+        TypeError: if a value is not an integer, a float or a string (booleans and None included).
+        ValueError: for a non-finite float.
     """
     for v in values:
-        if isinstance(v, bool) or not hasattr(v, "__index__"):
-            raise TypeError(f"values must be integers, got {v!r}")
-        key = jax.random.fold_in(key, int(v))
+        key = jax.random.fold_in(key, _word(v))
     return key
 
 

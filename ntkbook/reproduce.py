@@ -172,7 +172,7 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
 # ---------------------------------------------------------------------------------------------
 
 
-def _run_legacy(reproduction: Reproduction, scale: str, settings: Any, out: Any, resume: bool,
+def _run_legacy(reproduction: Reproduction, scale: str, settings: scales.ExperimentSettings, out: Any, resume: bool,
                 plot: bool) -> dict[str, Any]:
     name = reproduction.name
     start = time.perf_counter()

@@ -41,6 +41,7 @@ import pandas as pd
 
 from . import _validation as V
 from .progress import progress
+from .random import fold_key
 from .records import atomic_write_bytes, canonical_json, digest, to_jsonable
 from .scales import ExperimentSettings
 
@@ -95,18 +96,16 @@ def piece_key(name: str, coords: Coords) -> jax.Array:
     """The PRNG key of a piece: a function of the sweep name and the piece's coordinates only.
 
     The SHA-256 of the canonical JSON of ``{"sweep": name, "coords": coords}`` gives four 32-bit
-    words, folded into ``jax.random.key(0)``; two different coordinates give unrelated keys, and the
-    same coordinates give the same key in any process.  Use it also for randomness shared by several
-    pieces, e.g. ``piece_key(name, {"seed": s})`` for data common to all widths of seed ``s``.
+    words, folded into ``jax.random.key(0)`` (:func:`ntkbook.random.fold_key`); two different
+    coordinates give unrelated keys, and the same coordinates give the same key in any process.  Use it
+    also for randomness shared by several pieces, e.g. ``piece_key(name, {"seed": s})`` for data common
+    to all widths of seed ``s``.
     """
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
     words = np.frombuffer(hashlib.sha256(canonical_json({"sweep": name, "coords": coords}).encode()).digest()[:16],
                           dtype="<u4")
-    key = jax.random.key(0)
-    for w in words:
-        key = jax.random.fold_in(key, int(w))
-    return key
+    return fold_key(jax.random.key(0), *(int(w) for w in words))
 
 
 def parse_shard(text: str) -> tuple[int, int]:

@@ -12,7 +12,7 @@ below 10⁻³ and from 10⁶ on.  Units go in the headers: name the column ``"ti
 ``units={"time": "s"}``.
 
 :func:`markdown` stays for the few tables whose cells hold maths (``$...$``), which only a Markdown
-output typesets.
+output typesets.  :func:`summarize` condenses a sweep to one row per width (geometric means over seeds).
 """
 
 from __future__ import annotations
@@ -240,6 +240,22 @@ def show(data: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame, *
     if index if index is not None else not plain_index:
         frame = frame.reset_index()
     return Table(frame, caption, dict(units) if units else None, digits)
+
+
+def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
+              where: Any = None) -> dict[str, np.ndarray]:
+    """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
+
+    ``where`` optionally selects the rows (a boolean array).  Returns ``{by: values, field: means}``.
+    """
+    keys = np.asarray(sweep[by])
+    sel = np.ones(keys.shape, bool) if where is None else np.asarray(where, bool)
+    values = np.unique(keys[sel])
+    out: dict[str, np.ndarray] = {by: values}
+    for f in fields:
+        col = np.asarray(sweep[f], dtype=np.float64)
+        out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
+    return out
 
 
 def markdown(header: Sequence[str], rows: Sequence[Sequence[Any]]):

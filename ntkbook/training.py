@@ -24,8 +24,9 @@ stop a run early (loss below a tolerance, divergence).  The update rule is an op
 ``GradientTransformation`` (plain gradient descent: ``optax.sgd(η)``), built per run from its step size.
 Runs (seeds) are stacked on a leading axis with per-run step sizes (and optionally per-run data);
 :class:`Tracker` quantities — the tangent-kernel change (:func:`kernel_change`), a Hessian norm
-(:func:`hessian_norm`), any function of the parameters — are measured inside the compiled loop at
-recorded steps and at the step where each run stops, and short runs can keep their whole path.
+(:func:`hessian_norm`), the iterate itself (:func:`iterate`), any function of the parameters — are
+measured inside the compiled loop at recorded steps and at the step where each run stops, and short
+runs can keep their whole path.
 
 **How runs share the machine.**  R runs are processed in groups of ``group_size``: the runs of a
 group advance in lock step (vmapped: one batched kernel per operation), the groups one after the
@@ -255,6 +256,12 @@ def hessian_norm(apply_fn: ApplyFn, *, input_index: int = 0, num_steps: int = 32
 def distance_from_start() -> Tracker:
     """‖w_t − w₀‖ (Euclidean norm over all parameters)."""
     return Tracker(_distance, _initial_params)
+
+
+def iterate(*, steps: Any = None) -> Tracker:
+    """The iterate w_t itself, kept at ``steps`` (default: the loop's ``record_steps``) — memory
+    O(P) per kept step, so keep a few checkpoints of a long run rather than its whole path."""
+    return Tracker(_initial_params, None, steps)
 
 
 def _initial_params(params: PyTree, x: Any = None, y: Any = None) -> PyTree:
@@ -871,6 +878,7 @@ __all__ = [
     "default_group_size",
     "distance_from_start",
     "hessian_norm",
+    "iterate",
     "kernel_change",
     "largest_intermediate_bytes",
     "loss_of_outputs",

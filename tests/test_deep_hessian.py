@@ -11,13 +11,15 @@ import numpy as np
 import pytest
 
 import ntkbook as nb
-from ntkbook import hessian, models, scales
+from ntkbook import hessian, layer_norms, models, scales
 from ntkbook import hessian_compressed as hc
+from ntkbook.data import digits
+from ntkbook.data.sphere import unit_scale_input
 from ntkbook.experiments import deep_hessian as dh
 from ntkbook.experiments import deep_hessian_ball as db
 from ntkbook.models.conv import conv, conv_net
 from ntkbook.models.resnet import resnet
-from ntkbook.pytree import flat_spec, point_on_sphere, tree_dot, tree_norm, tree_sub
+from ntkbook.pytree import flat_spec, point_on_sphere, project_to_ball, tree_dot, tree_norm, tree_sub
 
 
 def _net(kind, seed=0, width=5, depth=3, d=3, activation="tanh", **kw):
@@ -27,7 +29,7 @@ def _net(kind, seed=0, width=5, depth=3, d=3, activation="tanh", **kw):
     else:
         widths = width if isinstance(width, tuple) else (width,) * depth
         model, params = models.mlp(key, widths, input_dim=d, activation=activation, dtype=jnp.float64, **kw)
-    x = dh.unit_scale_input(jax.random.key(seed + 50), d, jnp.float64)
+    x = unit_scale_input(jax.random.key(seed + 50), d, jnp.float64)
     return model, params, x
 
 
@@ -123,7 +125,7 @@ def test_hessian_norm_methods_match_dense_eigvalsh(x64, operator, method):
     assert float(tree_norm(u)) == pytest.approx(1.0, rel=1e-6)
     hu = hessian.hvp(_full_fn(model, x), params, u)
     assert float(tree_dot(u, hu)) == pytest.approx(h.eigenvalue, rel=1e-6)
-    assert dh.kernel_at_input(model, params, x) == pytest.approx(
+    assert hc.kernel_at_input(model, params, x) == pytest.approx(
         float(tree_norm(jax.grad(_full_fn(model, x))(params)) ** 2), rel=1e-10)
 
 
@@ -157,10 +159,10 @@ def test_hessian_norm_validation():
 
 
 def test_unit_scale_input_norm():
-    x = dh.unit_scale_input(jax.random.key(0), 7)
+    x = unit_scale_input(jax.random.key(0), 7)
     assert float(jnp.linalg.norm(x)) == pytest.approx(math.sqrt(7), rel=1e-6)
     with pytest.raises(ValueError, match="d"):
-        dh.unit_scale_input(jax.random.key(0), 0)
+        unit_scale_input(jax.random.key(0), 0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -179,8 +181,8 @@ def test_structured_norms_match_autodiff_tensors_and_norm_221(x64):
 @pytest.mark.parametrize("kind", ["mlp", "resnet"])
 def test_layer_factors_against_layer_tensors(x64, kind):
     model, params, x = _net(kind, seed=8, width=6)
-    f = dh.layer_factors(model, params, x)
-    t = dh.layer_tensors(model, params, x, 2)
+    f = layer_norms.layer_factors(model, params, x)
+    t = layer_norms.layer_tensors(model, params, x, 2)
     assert f["jw"][1] == pytest.approx(np.linalg.norm(t["jw"], 2), rel=1e-10)
     assert f["ja"][1] == pytest.approx(np.linalg.norm(t["ja"], 2), rel=1e-10)
     assert np.isnan(f["ja"][0]) and np.isnan(f["taw"][0])
@@ -190,29 +192,29 @@ def test_layer_factors_against_layer_tensors(x64, kind):
                                                              else params["v"])[:, 0]).max() / math.sqrt(6))
     np.testing.assert_allclose(f["b_two"], [np.linalg.norm(b) for b in bp.b], rtol=1e-12)
     with pytest.raises(ValueError, match="layer"):
-        dh.layer_tensors(model, params, x, 4)
+        layer_norms.layer_tensors(model, params, x, 4)
 
 
 def test_top_eigenvalue_dense_and_arpack_paths_agree(x64):
     rng = np.random.default_rng(0)
     a = rng.standard_normal((600, 600))
     ref = np.linalg.norm(a, 2)
-    assert dh.largest_singular_value(a) == pytest.approx(ref, rel=1e-10)  # ARPACK path (n > 512)
-    assert dh.largest_singular_value(a[:100, :100]) == pytest.approx(np.linalg.norm(a[:100, :100], 2), rel=1e-12)
+    assert layer_norms.largest_singular_value(a) == pytest.approx(ref, rel=1e-10)  # ARPACK path (n > 512)
+    assert layer_norms.largest_singular_value(a[:100, :100]) == pytest.approx(np.linalg.norm(a[:100, :100], 2), rel=1e-12)
 
 
 @pytest.mark.parametrize("depth,train", [(2, False), (3, True), (4, True)])
 def test_bounds_dominate_hessian_and_are_ordered(x64, depth, train):
     model, p0, x = _net("mlp", seed=9, width=6, depth=depth, train_output=train)
     for p in (p0, point_on_sphere(jax.random.key(3), p0, 3.0)):
-        f = dh.layer_factors(model, p, x)
+        f = layer_norms.layer_factors(model, p, x)
         b = dh.hessian_bounds(f, include_v=train)
         h = hessian.dense_spectral_norm(_full_fn(model, x), p)
         assert h <= b["blockwise"] * (1 + 1e-10)
         assert b["blockwise"] <= b["lemma_e1"] * (1 + 1e-12)
         assert b["lemma_e1"] <= b["theorem_3_1"] * (1 + 1e-12)
         # the a-priori layer-Jacobian bound (Lemma G.2) dominates the exact norms
-        prior = dh.a_priori_layer_jacobian(model, p0, p)
+        prior = layer_norms.a_priori_layer_jacobian(model, p0, p)
         assert np.all(f["ja"][1:] <= prior[1:] * (1 + 1e-12))
         if depth == 2 and not train:
             assert dh.eq_17_terms(f)["eq_17"] == pytest.approx(b["lemma_e1"], rel=1e-12)
@@ -220,7 +222,7 @@ def test_bounds_dominate_hessian_and_are_ordered(x64, depth, train):
 
 def test_block_bounds_dominate_each_dense_block(x64):
     model, params, x = _net("mlp", seed=10, width=5, depth=3)
-    f = dh.layer_factors(model, params, x)
+    f = layer_norms.layer_factors(model, params, x)
     beta = dh.block_bounds(f, include_v=True)
     full = np.asarray(hessian.dense_hessian(_full_fn(model, x), params), dtype=np.float64)
     sizes = [params["layers"][i]["W"].size for i in range(3)] + [params["v"].size]  # leaf order: layers, v
@@ -265,7 +267,7 @@ def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
     u = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
     d = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
     fn = _full_fn(model, x)
-    value, grad = dh.eigenvalue_gradient(model, params, x, u)
+    value, grad = hessian.eigenvalue_gradient(model, params, x, u)
     assert value == pytest.approx(float(tree_dot(u, hessian.hvp(fn, params, u))), rel=1e-12)
     eps = 1e-5
 
@@ -284,20 +286,20 @@ def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
 def test_project_to_ball(x64):
     _, params, _ = _net("mlp", seed=12, width=4)
     far = point_on_sphere(jax.random.key(0), params, 5.0)
-    proj = dh.project_to_ball(far, params, 2.0)
+    proj = project_to_ball(far, params, 2.0)
     assert float(tree_norm(tree_sub(proj, params))) == pytest.approx(2.0, rel=1e-12)
     # the projection is along the ray: proj − W0 = (2/5)(far − W0)
     diff = tree_sub(tree_sub(proj, params), jax.tree_util.tree_map(lambda a: 0.4 * a, tree_sub(far, params)))
     assert float(tree_norm(diff)) <= 1e-12
     inside = point_on_sphere(jax.random.key(1), params, 1.0)
-    assert float(tree_norm(tree_sub(dh.project_to_ball(inside, params, 2.0), inside))) == 0.0
+    assert float(tree_norm(tree_sub(project_to_ball(inside, params, 2.0), inside))) == 0.0
     with pytest.raises(ValueError, match="radius"):
-        dh.project_to_ball(far, params, -1.0)
+        project_to_ball(far, params, -1.0)
 
 
 def test_ascend_hessian_norm_increases_within_the_ball(x64):
     model, params, x = _net("mlp", seed=13, width=6)
-    res = dh.ascend_hessian_norm(model, params, x, 2.0, steps=3, tol=1e-10)
+    res = hessian.ascend_hessian_norm(model, params, x, 2.0, steps=3, tol=1e-10)
     assert res["distance"] <= 2.0 * (1 + 1e-12)
     assert res["value"] >= res["start_value"]
     assert all(b > a for a, b in zip([res["start_value"], *res["history"]], res["history"], strict=False))
@@ -311,7 +313,7 @@ def test_gd_checkpoints_match_a_plain_loop(x64):
     xs = jax.random.normal(jax.random.key(1), (5, 2), jnp.float64)
     ys = jnp.sin(xs[:, 0])
     lr = 0.3
-    out = dh.gd_checkpoints(model, params, xs, ys, lr=lr, steps=6, checkpoints=3)
+    out = db.gd_checkpoints(model, params, xs, ys, lr=lr, steps=6, checkpoints=3)
 
     def loss(p):
         return 0.5 * jnp.mean((model.apply(p, xs) - ys) ** 2)
@@ -327,7 +329,7 @@ def test_gd_checkpoints_match_a_plain_loop(x64):
     assert out["distances"][-1] == pytest.approx(float(tree_norm(tree_sub(p, params))), rel=1e-12)
     assert out["final_loss"] == pytest.approx(float(loss(p)), rel=1e-12)
     with pytest.raises(ValueError, match="multiple"):
-        dh.gd_checkpoints(model, params, xs, ys, lr=lr, steps=5, checkpoints=3)
+        db.gd_checkpoints(model, params, xs, ys, lr=lr, steps=5, checkpoints=3)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -391,11 +393,11 @@ def test_min_width_sweep_rows():
 
 
 def test_digit_image_standardized():
-    img = db.digit_image(3)
+    img = digits.image(3)
     assert img.shape == (8, 8) and img.dtype == np.float32
     assert abs(float(img.mean())) < 1e-6 and float(img.std()) == pytest.approx(1.0, rel=1e-5)
     with pytest.raises(ValueError, match="index"):
-        db.digit_image(-1)
+        digits.image(-1)
 
 
 def test_architecture_and_activation_sweeps():

@@ -49,6 +49,22 @@ def test_shallow_hessian_is_the_closed_form_diagonal(x64):
     t = np.tanh(w * x)
     closed = np.asarray(model.v) * (-2 * t * (1 - t**2)) * x**2 / np.sqrt(m)
     np.testing.assert_allclose(h, np.diag(closed), atol=1e-14)
+    eig = hessian.shallow_hessian_eigenvalues(model.activation, model.v, params["w"], jnp.array([x]), np.sqrt(m))
+    np.testing.assert_allclose(eig, closed, rtol=1e-13)
+
+
+@pytest.mark.parametrize("activation", ["tanh", "softplus"])
+def test_shallow_hessian_eigenvalues_in_d_dimensions(x64, activation):
+    """Rank-one blocks vᵢσ''(zᵢ)x̃x̃ᵀ/√m: the non-zero spectrum of the dense Hessian is {cᵢ}."""
+    m, d = 9, 3
+    model, params = models.shallow_network(jax.random.key(6), m, input_dim=d, activation=activation,
+                                           dtype=jnp.float64)
+    x = jax.random.normal(jax.random.key(7), (d,), jnp.float64)
+    h = np.asarray(hessian.dense_hessian(hessian.at_input(model.apply, x), params))
+    dense = np.sort(np.linalg.eigvalsh(h))
+    dense = dense[np.abs(dense) > 1e-12]
+    eig = hessian.shallow_hessian_eigenvalues(model.activation, model.v, params["w"], x, np.sqrt(m))
+    np.testing.assert_allclose(dense, np.sort(np.asarray(eig)), rtol=1e-10)
 
 
 def test_hvp_and_fixed_steps(x64):

@@ -25,3 +25,15 @@ def test_resolve_rejects_unknown_names():
         homes.resolve("ntkbook.kernels.no_such_function")
     with pytest.raises(ValueError, match="name"):
         homes.resolve("numpy.linalg")
+
+
+def test_api_page_documents_every_experiments_module():
+    """Each chapter module's public members are on the API page (``:members:``), not only its name."""
+    import pkgutil
+    from pathlib import Path
+
+    import ntkbook.experiments
+
+    text = (Path(__file__).resolve().parents[1] / "book" / "api.md").read_text(encoding="utf-8")
+    for info in pkgutil.iter_modules(ntkbook.experiments.__path__):
+        assert f".. automodule:: ntkbook.experiments.{info.name}\n   :members:" in text, info.name

@@ -242,22 +242,22 @@ def test_unconverged_lanczos_values_are_recomputed(monkeypatch):
             assert r["hessian_norm"][i] == pytest.approx(dense, rel=1e-5)
 
 
-def test_summarize_geometric_means():
-    sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
-    out = lt.summarize(sweep, "width", ("a",))
-    np.testing.assert_allclose(out["a"], [2.0, 4.0])
-    out = lt.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
-    np.testing.assert_allclose(out["a"], [2.0, 2.0])
-
-
 def test_fold_key_and_stack_rows():
     from ntkbook.columns import stack_rows
 
     k = jax.random.key(0)
     expected = jax.random.fold_in(jax.random.fold_in(k, 3), 5)
     np.testing.assert_array_equal(jax.random.key_data(fold_key(k, 3, 5)), jax.random.key_data(expected))
-    with pytest.raises(TypeError, match="integers"):
-        fold_key(k, 1.5)
+    for bad in (True, None, [1], 1 + 2j):
+        with pytest.raises(TypeError, match="integers"):
+            fold_key(k, bad)
+    with pytest.raises(ValueError, match="finite"):
+        fold_key(k, float("nan"))
+    # floats and strings are coordinates too: a key per value, distinct from the integer's and stable
+    data = {v: tuple(jax.random.key_data(fold_key(k, v)).tolist()) for v in (1, 1.0, 1.5, "1.0", "tanh", 4.0)}
+    assert len(set(data.values())) == len(data)
+    assert tuple(jax.random.key_data(fold_key(k, 4.0)).tolist()) == data[4.0]
+    assert tuple(jax.random.key_data(fold_key(k, np.float64(1.5))).tolist()) == data[1.5]
     out = stack_rows([{"a": np.array([1, 2]), "b": 0.5}, {"a": np.array([3]), "b": 1.5}])
     np.testing.assert_array_equal(out["a"], [1, 2, 3])
     np.testing.assert_array_equal(out["b"], [0.5, 1.5])

@@ -94,3 +94,11 @@ def test_digits_per_column():
 def test_a_count_among_ratios_stays_an_integer():
     t = tables.show({"statistic": ["samples", "worst ratio", "exact"], "value": [8, 0.5, 1.0]})
     assert [line.split()[-1] for line in repr(t).splitlines()[2:]] == ["8", "0.5000", "1.000"]
+
+
+def test_summarize_geometric_means():
+    sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
+    out = tables.summarize(sweep, "width", ("a",))
+    np.testing.assert_allclose(out["a"], [2.0, 4.0])
+    out = tables.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
+    np.testing.assert_allclose(out["a"], [2.0, 2.0])

@@ -2,7 +2,8 @@
 
 The docstrings write absolute values and norms as ``|x|`` (plain-text maths, readable in ``help()``);
 in reStructuredText ``|name|`` is a substitution reference.  Before napoleon and autodoc parse a
-docstring, every ``|`` outside ````literal```` spans is escaped.
+docstring, every ``|`` outside ````literal```` spans is escaped.  A constant's docstring is prose, also
+when its first line reads "X: Y" (:func:`prose_first_line`).
 """
 
 from __future__ import annotations
@@ -20,8 +21,23 @@ def escape_bars(line: str) -> str:
     return "".join(p if p.startswith("``") else re.sub(r"(?<!\\)\|", r"\\|", p) for p in parts)
 
 
+_SINGLE_COLON = re.compile(r"(?<!:):(?!:)")
+
+
+def prose_first_line(what: str, lines: list[str]) -> list[str]:
+    """A data or attribute docstring is prose, but napoleon reads a first line "X: Y" as the type X and
+    the description Y (and ``-n`` then looks X up as a class).  An empty comment line (``..``, then a
+    blank line) put first is what napoleon takes for the description's first line instead; it renders as
+    nothing."""
+    if what in ("data", "attribute") and lines and lines[0].strip():
+        outside = "".join(p for p in _LITERAL.split(lines[0]) if not p.startswith("``"))
+        if _SINGLE_COLON.search(re.sub(r":[\w:]+:`[^`]*`", "", outside)):
+            return ["..", "", *lines]
+    return lines
+
+
 def _process(app: Sphinx, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
-    lines[:] = [escape_bars(line) for line in lines]
+    lines[:] = prose_first_line(what, [escape_bars(line) for line in lines])
 
 
 def setup(app: Sphinx) -> dict[str, Any]:

@@ -59,6 +59,16 @@ def standardize(images: Any) -> np.ndarray:
     return x / sd
 
 
+def image(index: int = 0) -> np.ndarray:
+    """Image ``index`` of the data set as an 8 × 8 float32 array, standardized (:func:`standardize`:
+    zero mean, unit variance, ‖x‖ = 8), e.g. the input of a convolutional network."""
+    index = V.positive_int("index", index, minimum=0)
+    data, _ = _raw()
+    if index >= data.shape[0]:
+        raise ValueError(f"index must be < {data.shape[0]}, got {index}")
+    return standardize(data[index:index + 1]).reshape(IMAGE_SIDE, IMAGE_SIDE).astype(np.float32)
+
+
 def two_classes(
     classes: tuple[int, int] = DEFAULT_CLASSES,
     n_per_class: int = 10,

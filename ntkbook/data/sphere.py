@@ -1,11 +1,15 @@
 """Points drawn uniformly from the unit sphere S^{d−1} ⊂ ℝ^d (Oymak & Soltanolkotabi 2020, Cor. 2.2, Section 4).
 
 A standard Gaussian vector divided by its norm is uniform on the sphere (rotation invariance of
-N(0, I_d)).  The helpers below also build the degenerate data sets the chapters use to show what
+N(0, I_d)); :func:`unit_scale_input` scales it to the sphere of radius √d, the inputs of Liu, Zhu &
+Belkin (2020, Section 3).  The helpers below also build the degenerate data sets the chapters use to show what
 "data diversity" means: duplicated points, nearly collinear pairs and antipodal pairs.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -34,6 +38,14 @@ def uniform_sphere(key: Array, n: int, d: int, *, dtype=jnp.float32) -> Array:
     dtype = V.float_dtype("dtype", dtype)
     g = jax.random.normal(key, (n, d), dtype)
     return g / jnp.linalg.norm(g, axis=1, keepdims=True)
+
+
+def unit_scale_input(key: Array, d: int, dtype: Any = jnp.float32) -> Array:
+    """A random input x ∈ ℝ^d with ‖x‖ = √d (uniform on that sphere), so the first pre-activation
+    W⁽¹⁾x/√d of an NTK-parameterized network has entries N(0, 1).  Shape ``(d,)``."""
+    d = V.positive_int("d", d)
+    g = jax.random.normal(key, (d,), dtype)
+    return g * (math.sqrt(d) / jnp.linalg.norm(g))
 
 
 def with_duplicate(x: Array, source: int = 0, target: int = 1) -> Array:

@@ -35,13 +35,21 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
+from scipy.optimize import brentq
+from scipy.special import log_ndtr
 
 from .. import _validation as V
 from ..eigen import extreme_eigenpairs, spectral_norm
+from ..fitting import power_law_fit, slope_standard_error
 from ..hessian import dense_hessian
 from ..models import assembly as asm
+from ..models import mlp
 from ..models.assembly import Assembly, SubModelFamily
+from ..progress import progress
 from ..quadrature import gaussian_expectation
+from ..random import fold_key
+from ..scales import AssemblyAssumption1, AssemblyTheorem1
 
 Array = jax.Array
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -321,14 +329,15 @@ def _ascend_norm(family, x, q_basis, rho, u0, steps):
 THEOREM1_FIELDS = ("family", "weights", "scaling", "width", "seed", "scale", "max_v", "beta", "worst",
                    "worst_concentrated", "worst_check_error", "hessian_term", "random_rms", "random_max",
                    "grad_norm", "bound", "bound_lemma2", "lemma2_event", "psi_max", "hess_max")
+"""The columns of :func:`theorem1_sweep` (one row per family, weights, scaling, width and seed)."""
 
 
-def theorem1_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]:
+def theorem1_pieces(settings: AssemblyTheorem1) -> list[dict[str, Any]]:
     """Independent pieces: one per (family, seed); each covers every width and weight kind."""
     return [{"family": f, "seed": s} for f in settings.families for s in range(settings.seeds)]
 
 
-def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any, beta: Mapping[str, float],
+def theorem1_piece(piece: Mapping[str, Any], settings: AssemblyTheorem1, x: Any, beta: Mapping[str, float],
                    key: Array | None = None) -> dict[str, list]:
     """One (family, seed) of :func:`theorem1_sweep`.
 
@@ -388,7 +397,7 @@ def theorem1_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], x: Any
     return rows
 
 
-def theorem1_sweep(settings: Mapping[str, Any], x: Any, beta: Mapping[str, float], key: Array | None = None
+def theorem1_sweep(settings: AssemblyTheorem1, x: Any, beta: Mapping[str, float], key: Array | None = None
                    ) -> dict[str, np.ndarray]:
     """Theorem 1 measured: every (family, seed, weight kind, width) of the settings, as equal-length arrays.
 
@@ -399,8 +408,6 @@ def theorem1_sweep(settings: Mapping[str, Any], x: Any, beta: Mapping[str, float
     βR² log(m)/(2s(m)), valid when ``lemma2_event`` (max|vᵢ| ≤ log m) holds; ``psi_max`` — the largest
     single-sub-model worst case maxᵢ ψᵢ among the first m; ``hess_max`` — maxᵢ ‖H_{gᵢ}(w_{i,0})‖.
     """
-    from ..progress import progress
-
     pieces = theorem1_pieces(settings)
     results = [theorem1_piece(p, settings, x, beta, key) for p in progress(pieces, desc="family × seed",
                                                                             total=len(pieces))]
@@ -418,8 +425,6 @@ def theorem1_fits(rows: Mapping[str, np.ndarray], directions: int) -> list[dict[
     standard error from the central limit theorem (relative sd 1/√(2·directions) per point,
     :func:`ntkbook.fitting.slope_standard_error`); ``worst_ratio`` the largest worst/bound.
     """
-    from ..fitting import power_law_fit, slope_standard_error
-
     out = []
     fam_w = sorted({(f, w) for f, w in zip(rows["family"], rows["weights"], strict=True)},
                    key=lambda fw: (asm.FAMILIES.index(fw[0]), asm.WEIGHTS.index(fw[1])))
@@ -469,8 +474,6 @@ def sub_model_mean(family: str, x: Any, m: int, key: Array, hidden: int = 3) -> 
 
 def lemma2_exact(m: int) -> float:
     """P(max_{i ≤ m} |vᵢ| > log m) = 1 − (1 − 2Q(log m))^m for i.i.d. N(0, 1) (Q the Gaussian tail)."""
-    from scipy.special import log_ndtr
-
     m = V.positive_int("m", m)
     two_tail = 2.0 * math.exp(float(log_ndtr(-math.log(m))))
     return float(-math.expm1(m * math.log1p(-two_tail))) if two_tail < 1 else 1.0
@@ -494,8 +497,6 @@ def lemma2_threshold() -> float:
 def lemma2_bound_root() -> float:
     """The m where 2m·exp(−½ log²m) = 1 (m > e), found numerically (Brent's method, ``xtol`` 1e-12):
     an independent check of :func:`lemma2_threshold`."""
-    from scipy.optimize import brentq
-
     # log of the unclipped bound, decreasing for m > e
     return float(brentq(lambda m: math.log(2.0 * m) - 0.5 * math.log(m) ** 2, math.e, 1e3, xtol=1e-12))
 
@@ -516,10 +517,10 @@ def lemma2_frequency(widths: Any, draws: int, key: Array) -> dict[str, np.ndarra
     widths = V.int_tuple("widths", tuple(int(w) for w in widths))
     draws = V.positive_int("draws", draws)
     out: dict[str, list] = {k: [] for k in ("width", "frequency", "exact", "bound", "standard_error", "draws")}
-    for i, m in enumerate(widths):
+    for m in widths:
         chunk = max(1, min(draws, (1 << 22) // m))
         count, done = 0, 0
-        k_m = jax.random.fold_in(key, i)
+        k_m = fold_key(key, m)
         while done < draws:  # fixed chunk shape: one compilation per m (the last chunk is masked)
             n = min(chunk, draws - done)
             count += int(_count_exceedances(jax.random.fold_in(k_m, done), chunk, m, n))
@@ -550,8 +551,6 @@ def median_max_ratios(widths: Any, depth: int, x: Any, key: Array, runs: int = 1
     The sub-models of layer l+1 are the neurons αᵢ⁽ˡ⁾ of layer l (Section 3).  Returns arrays ``width``,
     ``run``, ``layer`` (1-based), ``input`` (index into x), ``ratio``, ``median``, ``max``.
     """
-    from ..models import mlp
-
     widths = V.int_tuple("widths", tuple(int(w) for w in widths))
     depth = V.positive_int("depth", depth)
     x = V.array("x", x, ndim=2)
@@ -574,10 +573,8 @@ def median_max_ratios(widths: Any, depth: int, x: Any, key: Array, runs: int = 1
 def median_limits(depth: int, input_norm2_over_d: float = 1.0) -> np.ndarray:
     """m → ∞ value of median_i |αᵢ⁽ˡ⁾| for the tanh network: median|tanh(√q_l Z)| = tanh(0.6745 √q_l),
     with q₁ = ‖x‖²/d and q_{l+1} = E[tanh(√q_l Z)²] (the NTK-parameterized forward variance recursion)."""
-    from scipy.stats import norm
-
     q = float(input_norm2_over_d)
-    med_z = float(norm.ppf(0.75))
+    med_z = float(stats.norm.ppf(0.75))
     out = []
     for _ in range(V.positive_int("depth", depth)):
         out.append(math.tanh(med_z * math.sqrt(q)))
@@ -585,7 +582,7 @@ def median_limits(depth: int, input_norm2_over_d: float = 1.0) -> np.ndarray:
     return np.asarray(out)
 
 
-def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Array | None = None
+def dominating_sweep(settings: AssemblyAssumption1, x: Any, beta: float, key: Array | None = None
                      ) -> dict[str, np.ndarray]:
     """Neuron assemblies with vᵢ = ±1 and s = √m, with and without a dominating sub-model.
 
@@ -638,14 +635,12 @@ def dominating_sweep(settings: Mapping[str, Any], x: Any, beta: float, key: Arra
 def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
     """The network f = (1/√m) Σᵢ uᵢ σ(wᵢᵀx/√d) (Eq. 7) as the assembly of the sub-models uᵢσ(wᵢᵀx̂).
 
-    Built with :func:`ntkbook.models.mlp` (one hidden layer, trainable output weights u = v), in float64.
+    Built with :func:`ntkbook.models.dense.mlp` (one hidden layer, trainable output weights u = v), in float64.
     Returns the largest differences between (a) the network and the assembly outputs, (b) the dense
     Hessian of the network (parameters permuted into sub-model blocks (wᵢ, uᵢ)) and
     (1/√m)·blockdiag(H_{g₁}, …, H_{g_m}), and (c) the largest |cos| between the gradients of two
     different hidden neurons αᵢ = σ(wᵢᵀx̂) (Remark 4: exactly orthogonal); plus the Hessian norm.
     """
-    from ..models import mlp
-
     width = V.positive_int("width", width)
     with jax.enable_x64(True):
         x64 = jnp.asarray(np.asarray(x, np.float64))
@@ -685,6 +680,8 @@ def two_layer_as_assembly(key: Array, width: int, x: Any) -> dict[str, float]:
 
 
 __all__ = [
+    "SPREADS",
+    "SUBSET",
     "THEOREM1_FIELDS",
     "dominating_sweep",
     "lemma2_bound",
@@ -703,4 +700,5 @@ __all__ = [
     "theorem1_pieces",
     "theorem1_sweep",
     "two_layer_as_assembly",
+    "worst_case",
 ]

@@ -33,6 +33,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy import stats
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
@@ -45,10 +46,27 @@ from ..kernels import empirical_ntk, kernel_diagonal, relative_change
 from ..models.dense import MLP, mlp
 from ..models.output_maps import PHI, phi_derivatives
 from ..models.wrappers import nonlinear_output
+from ..norms import norm_221
 from ..progress import progress
-from ..pytree import flat_spec, tree_dot, tree_max_abs, tree_norm, tree_sub
+from ..pytree import (
+    flat_spec,
+    random_direction,
+    tree_axpy,
+    tree_dot,
+    tree_max_abs,
+    tree_norm,
+    tree_normal_like,
+    tree_sub,
+)
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
+from ..scales import (
+    BreakingBottleneckBall,
+    BreakingBottleneckWidth,
+    BreakingEq30,
+    BreakingNonlinearOutput,
+    BreakingTheorem41,
+)
 from ..training import train_traced
 
 Array = jax.Array
@@ -126,8 +144,6 @@ def hessian_decomposition_hvp(key: Array, *, width: int, probes: int = 4, num_in
 
 @partial(jax.jit, static_argnames=("phi",))
 def _hvp_errors(base, tilde, params, x, keys, phi):
-    from ..pytree import tree_normal_like
-
     def one(xi, key):
         u = tree_normal_like(key, params)
         f, g = jax.value_and_grad(_output_at)(params, base, xi)
@@ -146,8 +162,8 @@ def _hvp_errors(base, tilde, params, x, keys, phi):
 
 
 def one_layer_hessian_norm(model: MLP, params: PyTree, x: Array) -> Array:
-    """‖∂²f(W, v; x)/∂(W, v)²‖ of f = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃), x̃ = x/√d (an :func:`mlp` with one hidden
-    layer, trained output, no bias), per input, in closed form.
+    """‖∂²f(W, v; x)/∂(W, v)²‖ of f = (1/√m) Σᵢ vᵢ σ(wᵢᵀx̃), x̃ = x/√d (an :func:`~ntkbook.models.dense.mlp`
+    with one hidden layer, trained output, no bias), per input, in closed form.
 
     The Hessian is block diagonal over neurons; the block of neuron i in (wᵢ, vᵢ) is
     [[a x̃x̃ᵀ, b x̃], [b x̃ᵀ, 0]] with a = vᵢσ''(zᵢ)/√m, b = σ'(zᵢ)/√m, whose non-zero eigenvalues are
@@ -185,7 +201,7 @@ NONLINEAR_RUN_FIELDS = ("width", "seed", "kernel_change_tilde", "kernel_change_b
                         "max_residual_linear", "output_change")
 
 
-def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
+def nonlinear_output_sweep(settings: BreakingNonlinearOutput, key: Array, *,
                            phi: Activation = PHI) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     """f = one-hidden-layer tanh network (trained W and v, d = 2) and f̃ = φ(f), across widths.
 
@@ -196,7 +212,7 @@ def nonlinear_output_sweep(settings: Mapping[str, Any], key: Array, *,
       (``lanczos_steps`` Lanczos steps, vmapped; values whose relative residual is above
       ``LANCZOS_RESIDUAL_TOL`` are recomputed by the restarted solver to tol 1e-6;
       ``lanczos_residual`` is the residual of the value returned) and ``eq29_bound`` = |φ''|K − |φ'|‖H‖;
-    * per (width, seed) after training: f̃ trained by GD on :func:`circle_data` (η = c/λ_max(K̃₀))
+    * per (width, seed) after training: f̃ trained by GD on :func:`~ntkbook.data.circle.circle_data` (η = c/λ_max(K̃₀))
       gives w*; ``kernel_change_tilde`` = ΔK̃ between w₀ and w*, ``kernel_change_base_same_weights``
       = ΔK of the linear-output f between the *same* w₀ and w*, ``kernel_change_linear_trained`` =
       ΔK of f trained by itself on the same labels, ``max_weight_change`` = ‖w* − w₀‖_∞,
@@ -312,15 +328,13 @@ def eq30_limit(activation: Activation, alpha: float) -> tuple[float, float]:
 EQ30_FIELDS = ("activation", "width", "seed", "norm_221", "exact", "closed_form", "limit", "limit_sd")
 
 
-def eq30_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def eq30_sweep(settings: BreakingEq30, key: Array) -> dict[str, np.ndarray]:
     """‖∂²α⁽ˡ⁺¹⁾/∂(α⁽ˡ⁾)²‖₂,₂,₁ of a width-1 bottleneck layer across m, for each activation.
 
     ``norm_221`` is :func:`ntkbook.norm_221` of the autodiff tensor (exact for 1 × 1 × m tensors);
     ``closed_form`` = Σᵢ wᵢ²|σ''(wᵢα)| (Eq. 30); ``limit`` = m E[w²|σ''(wα)|], ``limit_sd`` = √m·sd.
     Settings: ``widths``, ``seeds``, ``activations``, ``alpha`` (the value of α⁽ˡ⁾).
     """
-    from ..norms import norm_221
-
     rows: dict[str, list] = {k: [] for k in EQ30_FIELDS}
     alpha = float(settings.alpha)
     for name in settings.activations:
@@ -415,7 +429,7 @@ def dense_hessian_at(model: Any, params: PyTree, x: Array) -> Array:
     return dense_hessian(_output_at, params, model, x)
 
 
-def theorem_4_1_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def theorem_4_1_sweep(settings: BreakingTheorem41, key: Array) -> dict[str, np.ndarray]:
     """‖∂²f/∂(w⁽²⁾)²‖ at W₀ (Eq. 109, closed form) for many initializations of the Eq. (31) network.
 
     Settings: ``widths``, ``seeds`` (initializations per width), ``x``.  Returns ``widths`` (W,),
@@ -469,12 +483,10 @@ def gaussian_limit_c1(deltas: Any) -> float:
     block ≥ (√3/16)C₁δ³x⁴ ⟺ |Z| ≥ C₁δ³/12.  The statement P(·) ≥ 1 − 2δ then holds iff
     C₁ ≤ 12 q(2δ)/δ³ with q(p) the p-quantile of |Z|, i.e. q(p) = Φ⁻¹((1 + p)/2).
     """
-    from scipy.stats import norm
-
     d = V.numpy_array("deltas", deltas).ravel()
     if np.any((d <= 0) | (d >= 0.5)):
         raise ValueError("deltas must lie in (0, 1/2)")
-    return float(np.min(12.0 * norm.ppf((1.0 + 2.0 * d) / 2.0) / d**3))
+    return float(np.min(12.0 * stats.norm.ppf((1.0 + 2.0 * d) / 2.0) / d**3))
 
 
 def theorem_4_1_constants(sweep: Mapping[str, Any], deltas: Any, c1: float, x: float) -> dict[str, np.ndarray]:
@@ -507,7 +519,7 @@ BALL_FIELDS = ("width", "seed", "point", "hessian", "block", "lanczos_residual",
 BALL_POINTS = ("W0", "random", "gradient", "block_zero")
 
 
-def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def bottleneck_ball_sweep(settings: BreakingBottleneckBall, key: Array) -> dict[str, np.ndarray]:
     """The full ‖H(W)‖ of the Eq. (31) network at W₀ and at three points of the ball, across widths.
 
     Points: ``W0``; ``random`` = W₀ + R·u, u uniform on the unit sphere; ``gradient`` = W₀ + R·ĝ,
@@ -536,8 +548,6 @@ def bottleneck_ball_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, 
 
 @partial(jax.jit, static_argnames=("m", "lanczos_steps"))
 def _ball_width(keys, m, x, radius, lanczos_steps):
-    from ..pytree import random_direction, tree_axpy
-
     def kernel(model, p):  # K(x, x) at the one input x
         return kernel_diagonal(model.apply, p, x[None])[0]
 
@@ -573,13 +583,13 @@ WIDTH_FIELDS = ("width", "bottleneck", "seed", "hessian", "lanczos_residual", "k
                 "max_residual")
 
 
-def bottleneck_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def bottleneck_width_sweep(settings: BreakingBottleneckWidth, key: Array) -> dict[str, np.ndarray]:
     """Networks (m, m_b, m) with activations (tanh, identity, tanh), d = 2: a linear bottleneck.
 
     Two families share one table: m_b = 1 for every m in ``widths`` (Table 1's bottleneck row), and
     m = ``fixed_width`` for every m_b in ``bottlenecks`` (Theorem 3.3: ‖H‖ = Õ(1/√m_b) when the
     bottleneck is the smallest width).  For each (m, m_b, seed), at the first input x₀ of
-    :func:`circle_data`: ``hessian`` = ‖H(W₀)‖ (Lanczos), ``kernel`` = K(x₀, x₀); after GD on the
+    :func:`~ntkbook.data.circle.circle_data`: ``hessian`` = ‖H(W₀)‖ (Lanczos), ``kernel`` = K(x₀, x₀); after GD on the
     training set (η = ``lr_factor``/λ_max(K₀), ``steps`` steps): ``kernel_change`` =
     ‖K(W*) − K(W₀)‖_F/‖K(W₀)‖_F and ``max_residual``.
 
@@ -696,8 +706,6 @@ def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dic
     each bound; ``printed_exact`` = 2Φ̄(log(4/δ) R²) and ``corrected_exact`` = 2Φ̄(√(2 log(4/δ))), the
     closed forms; ``allowed`` = δ/2 and ``binomial_se`` = √(δ/2 (1 − δ/2)/draws).
     """
-    from scipy.stats import norm
-
     radius = V.positive_float("radius", radius)
     delta = V.positive_float("delta", delta)
     if not delta < 1:
@@ -710,6 +718,6 @@ def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dic
     allowed = delta / 2
     return {"printed": float(np.mean(stat > level * radius**4)),
             "corrected": float(np.mean(stat > math.sqrt(2 * level) * radius**2)),
-            "printed_exact": float(2 * norm.sf(level * radius**2)),
-            "corrected_exact": float(2 * norm.sf(math.sqrt(2 * level))),
+            "printed_exact": float(2 * stats.norm.sf(level * radius**2)),
+            "corrected_exact": float(2 * stats.norm.sf(math.sqrt(2 * level))),
             "allowed": allowed, "binomial_se": math.sqrt(allowed * (1 - allowed) / draws)}

@@ -11,23 +11,9 @@ P ≈ (L − 1)m², module :mod:`ntkbook.hessian_compressed`), for CNNs Hessian-
 parameters.  :func:`compression_check` compares the compressed operator with references on all P
 parameters.
 
-**Exact structured norms of a fully connected layer** φ(W, a) = σ(Wa/√n) (Eq. 73–75 of
-Liu–Zhu–Belkin 2020), with z = Wa/√n, s' = σ'(z), s'' = σ''(z); every slice of the second-derivative tensors is
-rank one, T_i = s''_i p_i q_iᵀ, and Σ_i |xᵀT_i z| = Σ_i |s''_i||p_iᵀx||q_iᵀz| can be maximized in closed
-form (:func:`layer_factors`):
-
-* ‖∂φ/∂W‖ = ‖a‖ max_i|s'_i| / √n                 (J Jᵀ is diagonal),
-* ‖∂φ/∂a‖ = ‖diag(s')W‖ / √n                     (ResNet: ‖I + diag(s')W/√n‖),
-* ‖∂²φ/∂W²‖₂,₂,₁ = ‖a‖² max_i|s''_i| / n,
-* ‖∂²φ/∂a∂W‖₂,₂,₁ = λ_max(M)^{1/2}, M = ‖a‖²Wᵀdiag(c²)W + Wᵀ(c⊙e)aᵀ + a(c⊙e)ᵀW + ‖e‖²I with
-  c = s''/n, e = s'/√n.  The tensor has two parts, (∂²φ/∂a_j∂W_kk')_i = δ_ik(s''_i W_ij a_k'/n +
-  s'_i δ_jk'/√n); Eq. 74 (supp. Eq. 57) keeps only the first (it forgets that ∂φ/∂a = diag(s')W/√n
-  depends on W directly), whose norm would be ‖a‖‖diag(s'')W‖/n.
-* ‖∂²φ/∂a²‖₂,₂,₁ = λ_max(Wᵀ diag(|s''|) W) / n.
-
-They are exact (not bounds), computed in float64 (dense symmetric eigensolver up to n = 512, ARPACK to a
-relative 1e-12 beyond), and checked against
-:func:`ntkbook.norm_221` on the autodiff tensors (:func:`layer_tensors`) in the tests and the chapter.
+**The layer factors** — the exact norms of every layer's first and second derivatives (Eq. 73–75 of
+Liu–Zhu–Belkin 2020) — come from :func:`ntkbook.layer_norms.layer_factors`;
+:func:`structured_norms_check` compares them with :func:`ntkbook.norm_221` on the autodiff tensors.
 
 **Bounds on ‖H‖** (:func:`hessian_bounds`): per block H⁽ˡ¹,ˡ²⁾ an upper bound from the chain rule
 (proof of Theorem 3.1, App. E), then (i) the spectral norm of the matrix of block bounds, (ii)
@@ -39,7 +25,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from functools import partial
 from typing import Any
 
 import jax
@@ -47,205 +32,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
-from ..eigen import SymmetricOperator, extreme_eigenpairs
-from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm, second_derivative_tensor
-from ..hessian_compressed import base_pass, check_dense_model, compressed_dimension, layer_inputs, single_input
+from ..data.sphere import unit_scale_input
+from ..eigen import extreme_eigenpairs
+from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm
+from ..hessian_compressed import base_pass, compressed_dimension, kernel_at_input
+from ..layer_norms import a_priori_layer_jacobian, largest_singular_value, layer_factors, layer_tensors
 from ..models import MLP, mlp
-from ..models.conv import ConvNet
-from ..models.resnet import ResNet, resnet
+from ..models.resnet import resnet
 from ..norms import norm_221
 from ..progress import progress
-from ..pytree import flat_spec, point_on_sphere, tree_axpy, tree_norm, tree_scale, tree_sub
-from ..training import Tracker, distance_from_start, train
+from ..pytree import flat_spec, point_on_sphere
+from ..random import fold_key
+from ..scales import HiddenLayers, Prop31, RangeCheck, Thm31
 
 Array = jax.Array
 PyTree = Any
-HIGHEST = jax.lax.Precision.HIGHEST
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation helpers
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_no_bias(model: Any) -> None:
-    check_dense_model(model)
-    if getattr(model, "use_bias", False):
-        raise ValueError("the layer factors are derived for layers without biases (Eq. 22); got use_bias=True")
-
-
-def _check_model(model: Any) -> None:
-    if isinstance(model, (MLP, ResNet)):
-        check_dense_model(model)
-        return
-    if not isinstance(model, ConvNet):
-        raise TypeError(f"model must be an MLP, ResNet or ConvNet, got {type(model).__name__}")
-    if model.output_dim != 1:
-        raise ValueError(f"the chapter's Hessian is that of a scalar output; model has output_dim={model.output_dim}")
-
-
-def unit_scale_input(key: Array, d: int, dtype: Any = jnp.float32) -> Array:
-    """A random input x ∈ ℝ^d with ‖x‖ = √d, so the first pre-activation W⁽¹⁾x/√d has entries N(0, 1)."""
-    d = V.positive_int("d", d)
-    g = jax.random.normal(key, (d,), dtype)
-    return g * (math.sqrt(d) / jnp.linalg.norm(g))
-
-
-def _full_output(params, model, x):
-    return model.apply(params, x[None])[0]
-
-
-def kernel_at_input(model: Any, params: PyTree, x: Any) -> float:
-    """K_{(x,x)}(W) = ‖∇_W f(W; x)‖², float64 from the base pass of :mod:`ntkbook.hessian_compressed`
-    (MLP/ResNet; NaN for other models)."""
-    if not isinstance(model, (MLP, ResNet)):
-        return float("nan")
-    return base_pass(model, params, x).kernel
-
-
-# ---------------------------------------------------------------------------------------------
-# Layer tensors by autodiff (references) and their structured norms
-# ---------------------------------------------------------------------------------------------
-
-
-def layer_tensors(model: MLP | ResNet, params: PyTree, x: Any, layer: int) -> dict[str, np.ndarray]:
-    """The derivatives of layer l = ``layer`` (1-based) by autodiff, unit index last (the contracted index of Eq. 5).
-
-    Returns float64 arrays: ``"jw"`` ∂α⁽ˡ⁾/∂W (m_l, m_l·n), ``"ja"`` ∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾ (m_l, n), ``"ww"``
-    ∂²α⁽ˡ⁾/∂W² as (m_l n, m_l n, m_l), ``"aw"`` ∂²α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾∂W as (n, m_l n, m_l) and ``"aa"``
-    ∂²α⁽ˡ⁾/∂(α⁽ˡ⁻¹⁾)² as (n, n, m_l), with W flattened row-major.  For small layers only.
-    """
-    _check_no_bias(model)
-    layer = V.positive_int("layer", layer)
-    if layer > model.depth:
-        raise ValueError(f"layer must be a layer index in 1..{model.depth}, got {layer}")
-    w = params["layers"][layer - 1]["W"]
-    a = layer_inputs(model, params, x)[layer - 1]
-    m, n = w.shape
-    if m * n > 4096:
-        raise ValueError(f"layer {layer} has {m * n} weights; layer_tensors is a small-size reference (<= 4096)")
-    act = model.activations[layer - 1]
-    residual = isinstance(model, ResNet) and layer > 1
-    jw, ja, t = _layer_derivatives(w, a, act, residual)
-    mn = m * n
-    as64 = partial(np.asarray, dtype=np.float64)
-    t = as64(t)  # (m, mn + n, mn + n): second derivatives in z = (vec W, α⁽ˡ⁻¹⁾)
-    return {"jw": as64(jw), "ja": as64(ja), "ww": np.transpose(t[:, :mn, :mn], (1, 2, 0)),
-            "aw": np.transpose(t[:, :mn, mn:], (2, 1, 0)), "aa": np.transpose(t[:, mn:, mn:], (1, 2, 0))}
-
-
-@partial(jax.jit, static_argnames=("act", "residual"))
-def _layer_derivatives(w, a, act, residual):
-    """(∂φ/∂W, ∂φ/∂a, ∂²φ/∂z²) of φ(W, a) = σ(Wa/√n) (+ a) with z = (vec W, a) — the second derivatives
-    by :func:`ntkbook.hessian.second_derivative_tensor`, the blocks ww, aw, aa cut out by the caller."""
-    m, n = w.shape
-
-    def phi(z):
-        out = act(jnp.matmul(z[: m * n].reshape(m, n), z[m * n:], precision=HIGHEST) / math.sqrt(n))
-        return out + z[m * n:] if residual else out
-
-    z = jnp.concatenate([w.reshape(-1), a])
-    jac = jax.jacrev(phi)(z)
-    return jac[:, : m * n], jac[:, m * n:], second_derivative_tensor(phi, z)
-
-
-DENSE_FACTOR_MAX = 512
-"""Up to this size the structured norms use a dense float64 eigensolver (exact); above it ARPACK on the
-matrix-free operator (converged to a relative tolerance of 1e-12)."""
-
-
-def _top_eig_sym(matvec, n: int) -> float:
-    """λ_max of a symmetric positive semi-definite n × n operator given by its matrix–vector product
-    (``matvec`` maps (n, k) blocks to (n, k) blocks), by :func:`ntkbook.eigen.extreme_eigenpairs`.
-
-    Dense (the matrix from one block product with the identity, LAPACK) for n ≤ :data:`DENSE_FACTOR_MAX`,
-    else ARPACK (which="LA", tol = 1e-12, ncv = 40) on the operator — O(n²) per product instead of O(n³).
-    """
-    if n <= DENSE_FACTOR_MAX:
-        return float(extreme_eigenpairs(matvec(np.eye(n)), which="LA", method="dense", vectors=False).value)
-    op = SymmetricOperator(lambda v: matvec(v.reshape(n, 1)).ravel(), np.zeros(n), backend="numpy")
-    res = extreme_eigenpairs(op, which="LA", method="arpack", tol=1e-12, basis_size=40, max_iter=400_000)
-    return float(res.value)
-
-
-def largest_singular_value(a: np.ndarray) -> float:
-    """Largest singular value of a (float64), as √λ_max(AᵀA) with AᵀA applied matrix-free."""
-    return math.sqrt(max(_top_eig_sym(lambda v: a.T @ (a @ v), a.shape[1]), 0.0))
-
-
-def layer_factors(model: MLP | ResNet, params: PyTree, x: Any) -> dict[str, np.ndarray]:
-    """Every layer-wise factor of the bounds of Proposition 3.1 / Theorem 3.1 at one point, exact.
-
-    Returns float64 arrays of length L (index l − 1 for layer l):
-
-    * ``fan_in`` n_l, ``width`` m_l;
-    * ``jw`` ‖∂α⁽ˡ⁾/∂W⁽ˡ⁾‖ = ‖α⁽ˡ⁻¹⁾‖ max|σ'(α̃⁽ˡ⁾)| / √n_l;
-    * ``ja`` ‖∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾‖ (NaN for l = 1: the input x is not a variable);
-    * ``tww`` ‖∂²α⁽ˡ⁾/∂W²‖₂,₂,₁, ``taw`` ‖∂²α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾∂W‖₂,₂,₁, ``taa`` ‖∂²α⁽ˡ⁾/∂(α⁽ˡ⁻¹⁾)²‖₂,₂,₁
-      (``taw``, ``taa`` NaN for l = 1);
-    * ``b_inf`` ‖∂f/∂α⁽ˡ⁾‖_∞, ``b_two`` ‖∂f/∂α⁽ˡ⁾‖₂;
-    * ``max_s1``, ``max_s2`` max_i|σ'|, max_i|σ''| at the layer's pre-activations, ``a_norm`` ‖α⁽ˡ⁻¹⁾‖.
-
-    The formulas are in the module docstring; all five norms are exact in float64 (``ja``, ``taw``,
-    ``taa``: a dense eigensolver for n ≤ :data:`DENSE_FACTOR_MAX`, ARPACK to a relative 1e-12 above).
-    """
-    _check_no_bias(model)
-    x = single_input(model, x)
-    bp = base_pass(model, params, x)
-    ins, s1, s2, b = bp.inputs, bp.s1, bp.s2, bp.b
-    residual = isinstance(model, ResNet)
-    depth = model.depth
-    out = {k: np.full(depth, np.nan) for k in ("fan_in", "width", "jw", "ja", "tww", "taw", "taa", "b_inf", "b_two",
-                                                "max_s1", "max_s2", "a_norm")}
-    for i in range(depth):
-        w = np.asarray(params["layers"][i]["W"], dtype=np.float64)
-        m, n = w.shape
-        a = np.asarray(ins[i], dtype=np.float64)
-        d1 = np.asarray(s1[i], dtype=np.float64)
-        d2 = np.asarray(s2[i], dtype=np.float64)
-        bl = np.asarray(b[i], dtype=np.float64)
-        an = float(np.linalg.norm(a))
-        out["fan_in"][i], out["width"][i], out["a_norm"][i] = n, m, an
-        out["max_s1"][i], out["max_s2"][i] = np.abs(d1).max(), np.abs(d2).max()
-        out["jw"][i] = an * np.abs(d1).max() / math.sqrt(n)
-        out["tww"][i] = an**2 * np.abs(d2).max() / n
-        out["b_inf"][i], out["b_two"][i] = np.abs(bl).max(), np.linalg.norm(bl)
-        if i == 0:
-            continue
-        ja = d1[:, None] * w / math.sqrt(n)
-        if residual:
-            ja = ja + np.eye(m, n)
-        out["ja"][i] = largest_singular_value(ja)
-        c, e = d2 / n, d1 / math.sqrt(n)
-        ce, ee = w.T @ (c * e), float(e @ e)
-        c2, cabs = (c**2)[:, None], np.abs(d2)[:, None]
-
-        def m_aw(v, w=w, c2=c2, ce=ce, a=a, an=an, ee=ee):
-            # M v with M = ‖a‖²Wᵀdiag(c²)W + ce aᵀ + a ceᵀ + ‖e‖² I (v: (n, k))
-            return an**2 * (w.T @ (c2 * (w @ v))) + np.outer(ce, a @ v) + np.outer(a, ce @ v) + ee * v
-
-        out["taw"][i] = math.sqrt(max(_top_eig_sym(m_aw, n), 0.0))
-        out["taa"][i] = _top_eig_sym(lambda v, w=w, cabs=cabs: w.T @ (cabs * (w @ v)), n) / n
-    return out
-
-
-def a_priori_layer_jacobian(model: MLP | ResNet, params0: PyTree, params: PyTree) -> np.ndarray:
-    """Lemma F.2-type bound on ‖∂α⁽ˡ⁾/∂α⁽ˡ⁻¹⁾‖ at W from the initialization only:
-    L_σ(‖W₀⁽ˡ⁾‖ + ‖W⁽ˡ⁾ − W₀⁽ˡ⁾‖_F)/√n_l (+1 for a ResNet layer), l = 2..L (NaN for l = 1).
-
-    It uses ‖diag(σ')W‖ ≤ L_σ‖W‖ and ‖W‖ ≤ ‖W₀‖ + ‖W − W₀‖_F (Eq. 113, Lemma F.2 of Liu–Zhu–Belkin 2020), so it holds
-    at every point of the ball ‖W − W₀‖ ≤ R once ‖W − W₀‖_F is replaced by R.
-    """
-    _check_no_bias(model)
-    out = np.full(model.depth, np.nan)
-    for i in range(1, model.depth):
-        w0 = np.asarray(params0["layers"][i]["W"], dtype=np.float64)
-        dw = np.asarray(params["layers"][i]["W"], dtype=np.float64) - w0
-        lip = model.activations[i].lipschitz
-        out[i] = lip * (largest_singular_value(w0) + np.linalg.norm(dw)) / math.sqrt(w0.shape[1])
-        if isinstance(model, ResNet):
-            out[i] += 1.0
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -363,166 +164,6 @@ def eq_17_terms(factors: Mapping[str, np.ndarray]) -> dict[str, float]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Ascent of the top eigenvalue in a ball, and gradient-descent checkpoints
-# ---------------------------------------------------------------------------------------------
-
-
-@jax.jit
-def _second_directional_grad(model, params, x, direction):
-    def second(p):
-        first = lambda q: jax.jvp(lambda r: _full_output(r, model, x), (q,), (direction,))[1]  # noqa: E731
-        return jax.jvp(first, (p,), (direction,))[1]
-
-    value, grad = jax.value_and_grad(second)(params)
-    return value, grad, tree_norm(grad)
-
-
-def eigenvalue_gradient(model: Any, params: PyTree, x: Any, direction: PyTree) -> tuple[float, PyTree]:
-    """(uᵀH(W)u, ∇_W uᵀH(W)u) for a fixed direction u — a third-derivative contraction (jvp of jvp, then grad).
-
-    For a simple eigenvalue λ(W) with unit eigenvector u, ∇_W λ = ∇_W (uᵀH(W)u) (Hellmann–Feynman).
-    """
-    _check_model(model)
-    x = single_input(model, x)
-    value, grad, _ = _second_directional_grad(model, params, x, direction)
-    return float(value), grad
-
-
-def project_to_ball(params: PyTree, center: PyTree, radius: float) -> PyTree:
-    """The Euclidean projection of ``params`` onto B(center, radius)."""
-    radius = V.positive_float("radius", radius, allow_zero=True)
-    return _project(params, center, jnp.asarray(radius, jax.tree_util.tree_leaves(params)[0].dtype))
-
-
-@jax.jit
-def _project(params, center, radius):
-    delta = tree_sub(params, center)
-    n = tree_norm(delta)
-    scale = jnp.where(n > radius, radius / jnp.where(n > 0, n, 1.0), 1.0)
-    return tree_axpy(1.0, tree_scale(scale, delta), center)
-
-
-@jax.jit
-def _distance(a, b):
-    return tree_norm(tree_sub(a, b))
-
-
-@jax.jit
-def _step_and_project(params, direction, center, step, radius):
-    """Proj_{B(center, radius)}(params + step · direction) in one compiled call."""
-    return _project(tree_axpy(step, direction, params), center, radius)
-
-
-def ascend_hessian_norm(
-    model: Any,
-    params0: PyTree,
-    x: Any,
-    radius: float,
-    *,
-    steps: int = 8,
-    start: PyTree | None = None,
-    tol: float = 1e-4,
-    initial_step: float = 0.25,
-    min_step: float = 1 / 64,
-) -> dict[str, Any]:
-    """Projected gradient ascent of ‖H(W)‖ = |λ_extreme(H(W))| over the ball ‖W − W₀‖ ≤ R.
-
-    Each of the ``steps`` iterations computes the gradient sign(λ)∇_W(uᵀH(W)u) at the current point (u
-    the extreme eigenvector, :func:`eigenvalue_gradient`) and backtracks along it: try a step of length
-    s, project onto the ball, recompute ‖H‖ (warm-started); accept the first s that increases ‖H‖,
-    halving s from the previous accepted length (initially ``initial_step``·R) down to ``min_step``·R.
-    An accepted step doubles the next trial length (at most R).  The iteration stops early when no
-    step length helps (a local maximum at this resolution).  The result is a lower bound on
-    max_{ball}‖H‖ found by a local method.
-
-    Returns:
-        dict with ``value`` (best ‖H‖ found), ``params`` (the maximizer), ``distance`` (‖W − W₀‖),
-        ``history`` (‖H‖ after every accepted step), ``start_value``, ``products`` (Hessian-vector
-        products), ``evaluations`` (Hessian norms computed), ``kernel`` (K_{(x,x)} at the maximizer).
-    """
-    radius = V.positive_float("radius", radius)
-    steps = V.positive_int("steps", steps, minimum=0)
-    x = single_input(model, x)
-    p = start if start is not None else params0
-    cur = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol)
-    start_value, products, evaluations, history = cur.value, cur.products, 1, []
-    trial = initial_step * radius
-    for _ in range(steps):
-        _, g, gn = _second_directional_grad(model, p, x, cur.eigenvector)
-        gn = float(gn)
-        if gn == 0 or not math.isfinite(gn):
-            break
-        accepted = False
-        while trial >= min_step * radius:
-            dtype = jax.tree_util.tree_leaves(p)[0].dtype
-            q = _step_and_project(p, g, params0, jnp.asarray(math.copysign(trial / gn, cur.eigenvalue), dtype),
-                                  jnp.asarray(radius, dtype))
-            new = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=tol,
-                                        start=cur.eigenvector)
-            products += new.products
-            evaluations += 1
-            if new.value > cur.value:
-                p, cur, accepted = q, new, True
-                history.append(new.value)
-                trial = min(2 * trial, radius)
-                break
-            trial *= 0.5
-        if not accepted:
-            break
-    return {"value": cur.value, "params": p, "distance": float(_distance(p, params0)), "history": history,
-            "start_value": start_value, "products": products, "evaluations": evaluations,
-            "kernel": kernel_at_input(model, p, x)}
-
-
-_MODELS: dict[Any, Any] = {}
-
-
-def shared_model(model: Any) -> Any:
-    """One model object per architecture.
-
-    A model without array leaves (MLP, ResNet, DenseNet, ...) is fully described by its pytree structure
-    (its static fields) but compares by identity, and ``model.apply`` is part of the static key of the
-    compiled training loop (:func:`ntkbook.training.train`).  Passing every network of one architecture
-    (seeds, runs, data sets) through this function hands them the same object, so that loop compiles once
-    per architecture instead of once per network drawn.  A model with array leaves is returned unchanged.
-    """
-    if jax.tree_util.tree_leaves(model):
-        return model
-    return _MODELS.setdefault(jax.tree_util.tree_structure(model), model)
-
-
-def _identity(params: PyTree, x: Any = None, y: Any = None) -> PyTree:
-    return params
-
-
-def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int,
-                   checkpoints: int) -> dict[str, Any]:
-    """Full-batch gradient descent on L(W) = (1/2n)Σ(f(W; x_i) − y_i)² (:func:`ntkbook.training.train`), keeping
-    a few iterates only (memory O(checkpoints · P)).
-
-    Returns:
-        dict with ``losses`` (steps,) (loss before each step), ``distances`` (steps,) (‖W_{t+1} − W₀‖),
-        ``points`` (list of the ``checkpoints`` iterates W_t at t = steps·j/checkpoints, j = 1..), ``times``,
-        ``final_loss`` (the loss after the last step).
-    """
-    V.pytree_of_arrays("params", params)
-    x = V.array("x", x)
-    y = V.array("y", y, ndim=1)
-    lr = V.positive_float("lr", lr)
-    steps = V.positive_int("steps", steps)
-    checkpoints = V.positive_int("checkpoints", checkpoints)
-    if steps % checkpoints:
-        raise ValueError(f"steps ({steps}) must be a multiple of checkpoints ({checkpoints})")
-    times = [steps // checkpoints * (j + 1) for j in range(checkpoints)]
-    run = train(shared_model(model).apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
-                track={"distance": distance_from_start(), "point": Tracker(_identity, steps=tuple(times))})
-    points = [jax.tree_util.tree_map(lambda a, j=j: jnp.asarray(a[j]), run.tracked["point"])
-              for j in range(checkpoints)]
-    return {"losses": run.losses[:-1], "distances": run.tracked["distance"][1:], "points": points,
-            "times": times, "final_loss": float(run.loss)}
-
-
-# ---------------------------------------------------------------------------------------------
 # The chapter's sweeps (Proposition 3.1, Theorem 3.1, Lemma 3.1)
 # ---------------------------------------------------------------------------------------------
 
@@ -530,7 +171,8 @@ def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, ste
 def structured_norms_check(key: Array, *, width: int = 10, depth: int = 3, input_dim: int = 4,
                            activation: str = "tanh", models: Sequence[str] = ("MLP", "ResNet")
                            ) -> list[dict[str, Any]]:
-    """The closed forms of :func:`layer_factors` against autodiff tensors and :func:`ntkbook.norm_221`.
+    """The closed forms of :func:`ntkbook.layer_norms.layer_factors` against autodiff tensors and
+    :func:`ntkbook.norm_221`.
 
     For a small MLP and/or a small ResNet (``models``; float64, every layer of width ``width`` ≤ 16 so that the
     (2,2,1)-norms are computed by exact enumeration of sign vectors), one row per (model, layer,
@@ -572,7 +214,7 @@ def _n221(norm_221, t: np.ndarray) -> tuple[float, bool]:
     return (r.lower, True) if r.exact else (0.5 * (r.lower + r.upper), False)
 
 
-def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def compression_check(settings: RangeCheck, key: Array) -> list[dict[str, Any]]:
     """‖H‖ from the compressed operator against references that do not use the range argument.
 
     * small networks (``small_width``, float64): the dense P × P autodiff Hessian (LAPACK) against the
@@ -593,7 +235,7 @@ def compression_check(settings: Mapping[str, Any], key: Array) -> list[dict[str,
                 "ResNet": lambda: resnet(jax.random.fold_in(key, 4), m, depth, input_dim=d, dtype=jnp.float64)}
         for name in settings.small_models:
             model, params = make[name]()
-            ref = dense_spectral_norm(lambda p, model=model: _full_output(p, model, x), params)
+            ref = dense_spectral_norm(at_input(model.apply, x), params)
             p_size, n_size = flat_spec(params).size, compressed_dimension(model, params)
             for operator, method in (("compressed", "dense"), ("compressed-numpy", "arpack")):
                 h = hessian_spectral_norm(at_input(model.apply, x), params, operator=operator, method=method,
@@ -618,7 +260,7 @@ def _network(key: Array, widths: Sequence[int], d: int, activation: str, train_o
     return mlp(key, tuple(widths), input_dim=d, activation=activation, train_output=train_output)
 
 
-def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def proposition_3_1(settings: Prop31, key: Array) -> dict[str, np.ndarray]:
     """Every factor of Eq. (17) for two-hidden-layer networks (v fixed, Eq. 16) across widths and seeds.
 
     Settings: ``widths``, ``seeds``, ``input_dim``, ``activation``.  One row per (width, seed) at W₀:
@@ -647,7 +289,7 @@ def proposition_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def theorem_3_1(settings: Thm31, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ against the bounds of Theorem 3.1 for L ∈ ``depths`` over ``widths`` × ``seeds``, at W₀ and at
     ``sphere_points`` random points of each sphere ‖W − W₀‖ = R, R ∈ ``radii`` (v trained).
 
@@ -663,9 +305,9 @@ def theorem_3_1(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray
         model, p0 = _network(k, (m,) * L, d, act, train_output=True)
         x = unit_scale_input(jax.random.fold_in(key, 7), d)
         points = [(0.0, p0)]
-        for j, r in enumerate(settings.radii):
+        for r in settings.radii:
             for i in range(settings.sphere_points):
-                points.append((float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r))))
+                points.append((float(r), point_on_sphere(fold_key(k, float(r), i), p0, float(r))))
         for r, p in points:
             f = layer_factors(model, p, x)
             bnd = hessian_bounds(f, include_v=True)
@@ -733,7 +375,7 @@ def _hidden_activations(model: MLP, params: PyTree, x: Any) -> list[np.ndarray]:
     return [*bp.inputs[1:], bp.last]
 
 
-def hidden_layer_norms(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarray]:
     """Lemma F.3: ‖α⁽ˡ⁾(W)‖ against its bound, printed and corrected, at W₀ and on spheres ‖W − W₀‖ = R.
 
     Settings: ``activations``, ``depths``, ``widths``, ``seeds``, ``input_dim``, ``radii``, ``sphere_points``.
@@ -808,7 +450,7 @@ def activation_tail_probability(activation: str, scale: float, threshold: float)
     return p
 
 
-def activation_tails(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def activation_tails(settings: HiddenLayers, key: Array) -> dict[str, np.ndarray]:
     """Lemma F.4 at initialization: |α_i⁽ˡ⁾| against ln m + |σ(0)|, with the exact conditional law.
 
     Given α⁽ˡ⁻¹⁾, the pre-activations α̃_i⁽ˡ⁾ = Σ_k W_ik⁽ˡ⁾α_k⁽ˡ⁻¹⁾/√m_{l−1} are i.i.d. 𝒩(0, s_l²) over i with
@@ -910,32 +552,20 @@ def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
 
 
 __all__ = [
-    "DENSE_FACTOR_MAX",
-    "a_priori_layer_jacobian",
     "activation_tail_probability",
     "activation_tail_summary",
     "activation_tails",
-    "ascend_hessian_norm",
     "block_bounds",
     "compression_check",
-    "eigenvalue_gradient",
     "eq_17_terms",
     "exceedance_counts",
-    "gd_checkpoints",
     "hessian_bounds",
     "hidden_layer_norms",
     "hidden_layer_summary",
-    "kernel_at_input",
-    "largest_singular_value",
-    "layer_factors",
-    "layer_tensors",
     "lemma_f3_bounds",
-    "project_to_ball",
     "proposition_3_1",
-    "shared_model",
     "structured_norms_check",
     "theorem_3_1",
     "theorem_3_1_quantities",
-    "unit_scale_input",
     "worst_per_network",
 ]

@@ -3,7 +3,8 @@ Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Apps. F–G of Liu–Zhu�
 
 * :func:`ball_sweep` — Theorem 3.2: ‖H(W)‖ at W₀, at random points of spheres ‖W − W₀‖ = R, along a
   gradient-descent path and at the worst point found by projected ascent of the top eigenvalue inside
-  the ball, with the tangent kernel K_{(x,x)} at the same points, across widths;
+  the ball (:func:`ntkbook.hessian.ascend_hessian_norm`), with the tangent kernel K_{(x,x)} at the same
+  points, across widths; the path is :func:`gd_checkpoints` (the one training loop, a few iterates kept);
 * :func:`min_width_sweep` — Theorem 3.3: hidden layers of different widths, one layer narrowed at a time;
 * :func:`architecture_sweep` — the CNN of Eq. 90–93 (width = channels) and the ResNet of Eq. 97;
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
@@ -16,6 +17,7 @@ All Hessian norms come from :func:`ntkbook.hessian_spectral_norm` with ``operato
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,16 +26,21 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..data import digits
+from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
-from ..hessian import at_input, hessian_spectral_norm
-from ..hessian_compressed import single_input
+from ..hessian import ascend_hessian_norm, at_input, hessian_spectral_norm
+from ..hessian_compressed import kernel_at_input, single_input
 from ..kernels import empirical_ntk
-from ..models import mlp
+from ..layer_norms import layer_factors
+from ..models import mlp, shared_model
 from ..models.conv import conv_net
 from ..models.resnet import resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
-from .deep_hessian import ascend_hessian_norm, gd_checkpoints, kernel_at_input, unit_scale_input
+from ..random import fold_key
+from ..scales import Activations3, CnnResnet, Relu3, Thm32, Thm33
+from ..training import distance_from_start, iterate, train
 
 Array = jax.Array
 PyTree = Any
@@ -62,12 +69,39 @@ def _training_data(key: Array, n: int, d: int) -> tuple[Array, Array]:
     return xs, jnp.sin(2.0 * xs @ beta)
 
 
-def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapping[str, Any],
+def gd_checkpoints(model: Any, params: PyTree, x: Any, y: Any, *, lr: float, steps: int,
+                   checkpoints: int) -> dict[str, Any]:
+    """Full-batch gradient descent on L(W) = (1/2n)Σ(f(W; x_i) − y_i)² (:func:`ntkbook.training.train`), keeping
+    a few iterates only (memory O(checkpoints · P)).
+
+    Returns:
+        dict with ``losses`` (steps,) (loss before each step), ``distances`` (steps,) (‖W_{t+1} − W₀‖),
+        ``points`` (list of the ``checkpoints`` iterates W_t at t = steps·j/checkpoints, j = 1..), ``times``,
+        ``final_loss`` (the loss after the last step).
+    """
+    V.pytree_of_arrays("params", params)
+    x = V.array("x", x)
+    y = V.array("y", y, ndim=1)
+    lr = V.positive_float("lr", lr)
+    steps = V.positive_int("steps", steps)
+    checkpoints = V.positive_int("checkpoints", checkpoints)
+    if steps % checkpoints:
+        raise ValueError(f"steps ({steps}) must be a multiple of checkpoints ({checkpoints})")
+    times = [steps // checkpoints * (j + 1) for j in range(checkpoints)]
+    run = train(shared_model(model).apply, params, x, y, lr=lr, stop=steps, record_steps=np.arange(steps + 1),
+                track={"distance": distance_from_start(), "point": iterate(steps=tuple(times))})
+    points = [jax.tree_util.tree_map(lambda a, j=j: jnp.asarray(a[j]), run.tracked["point"])
+              for j in range(checkpoints)]
+    return {"losses": run.losses[:-1], "distances": run.tracked["distance"][1:], "points": points,
+            "times": times, "final_loss": float(run.loss)}
+
+
+def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Thm32,
                key: Array) -> dict[str, Any]:
     """All measurements of Theorem 3.2 for one network; the Hessian is that of f(·; x) at x = ``xs[0]``.
 
     Returns a dict with ``h0`` and ``k0`` (‖H‖ and K_{(x,x)} at W₀); per radius R: ``sphere`` (list of
-    ‖H‖ at random points of the sphere), ``ascent`` (best ‖H‖ of :func:`ascend_hessian_norm`, started
+    ‖H‖ at random points of the sphere), ``ascent`` (best ‖H‖ of :func:`ntkbook.hessian.ascend_hessian_norm`, started
     from the maximizer found in the previous radius — the balls are nested, radii increasing),
     ``ascent_distance``, ``ascent_kernel``; along gradient descent: ``gd_hessian`` (‖H‖ at the
     checkpoints), ``gd_kernel``, ``gd_distance`` (‖W_t − W₀‖ at the checkpoints), ``gd_max_distance``,
@@ -82,10 +116,10 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     best_point = params0
     if list(settings.radii) != sorted(settings.radii):
         raise ValueError(f"radii must be increasing, got {settings.radii}")
-    for j, r in enumerate(settings.radii):
+    for r in settings.radii:
         vals = []
         for i in range(settings.sphere_points):
-            p = _sphere_point(jax.random.fold_in(key, 100 * j + i), params0, float(r))
+            p = _sphere_point(fold_key(key, float(r), i), params0, float(r))
             h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol,
                                       start=h0.eigenvector)
             vals.append(h.value)
@@ -117,12 +151,10 @@ def ball_piece(model: Any, params0: PyTree, xs: Array, ys: Array, settings: Mapp
     return out
 
 
-def ball_sweep(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def ball_sweep(settings: Thm32, key: Array) -> list[dict[str, Any]]:
     """Theorem 3.2 across ``widths`` × ``seeds`` for fully connected tanh networks of depth ``depth``
     (v trained, d = ``input_dim``).  One :func:`ball_piece` dict per network, plus ``width``, ``seed``,
     ``params`` (P) and ``seconds``."""
-    import time
-
     d, L = settings.input_dim, settings.depth
     xs, ys = _training_data(jax.random.fold_in(key, 1), settings.num_train, d)
     pieces = [(m, s) for m in settings.widths for s in range(settings.seeds)]
@@ -179,7 +211,7 @@ def ball_table(rows: Sequence[Mapping[str, Any]]) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 
 
-def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def min_width_sweep(settings: Thm33, key: Array) -> dict[str, np.ndarray]:
     """‖H(W₀)‖ for depth-``depth`` tanh networks in which one hidden layer (``layer``) has width m_j ∈
     ``narrow`` and every other layer has width ``base``; also the uniform network of width m_j.
 
@@ -193,7 +225,7 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
     rows: dict[str, list] = {k: [] for k in ("layer", "narrow", "min_width", "seed", "hessian", "kernel")}
     for j, m, s in progress(pieces, desc="Thm. 3.3", total=len(pieces)):
         widths = tuple(m for _ in range(L)) if j == 0 else tuple(m if i == j - 1 else base for i in range(L))
-        model, p = mlp(jax.random.fold_in(key, 10_000 * j + 100 * s + m), widths, input_dim=d,
+        model, p = mlp(fold_key(key, j, s, m), widths, input_dim=d,
                        activation=settings.activation)
         h = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
         for k_, v in zip(rows, (j, m, min(widths), s, h.value, kernel_at_input(model, p, x)), strict=True):
@@ -206,17 +238,7 @@ def min_width_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.nda
 # ---------------------------------------------------------------------------------------------
 
 
-def digit_image(index: int = 0) -> np.ndarray:
-    """One 8 × 8 image of scikit-learn's digits (shipped with the package), standardized per image to
-    zero mean and unit variance (so ‖x‖² = 64 = Q and the first pre-activations are O(1))."""
-    from sklearn.datasets import load_digits
-
-    index = V.positive_int("index", index, minimum=0)
-    img = np.asarray(load_digits().images[index], dtype=np.float64)
-    return ((img - img.mean()) / img.std()).astype(np.float32)
-
-
-def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def architecture_sweep(settings: CnnResnet, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and at one random point of the sphere ‖W − W₀‖ = ``radius`` for a CNN (``cnn_widths``
     channels, ``cnn_depth`` 3 × 3 convolutional layers on an 8 × 8 digit image) and a ResNet
     (``resnet_widths``, ``resnet_depth`` layers, input in ℝ^``input_dim``), ``seeds`` each.
@@ -224,7 +246,7 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     Rows: ``architecture`` ("cnn"/"resnet"), ``width``, ``seed``, ``params`` (P), ``h0``, ``h_sphere``,
     ``kernel`` (K at W₀; ResNet only, NaN for the CNN), ``iterations``.
     """
-    img = jnp.asarray(digit_image(settings.image))
+    img = jnp.asarray(digits.image(settings.image))
     xr = unit_scale_input(jax.random.fold_in(key, 7), settings.input_dim)
     rows: dict[str, list] = {k: [] for k in ("architecture", "width", "seed", "params", "h0", "h_sphere", "kernel",
                                              "iterations")}
@@ -249,15 +271,13 @@ def architecture_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def activation_sweep(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def activation_sweep(settings: Activations3, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and the best of a short ascent in the ball of radius ``radius`` for depth-``depth``
     networks with each activation in ``activations`` over ``widths`` (seeds ``seeds``).
 
     Rows: ``activation``, ``width``, ``seed``, ``h0``, ``ascent``, ``kernel``, ``L_phi`` (max_l ‖J_α⁽ˡ⁾‖
     at W₀, exact).
     """
-    from .deep_hessian import layer_factors
-
     d, L = settings.input_dim, settings.depth
     x = unit_scale_input(jax.random.fold_in(key, 7), d)
     pieces = [(a, m, s) for a in settings.activations for m in settings.widths for s in range(settings.seeds)]
@@ -310,7 +330,7 @@ def segment_defect(model: Any, params0: PyTree, params1: PyTree, x: Any, *, node
             "kernel_change": abs(k1 - k0) / k0, "gradient_change": float(tree_norm(change))}
 
 
-def relu_versus_smooth(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def relu_versus_smooth(settings: Relu3, key: Array) -> dict[str, np.ndarray]:
     """Smooth activations against ReLU on segments [W₀, W₀ + Ru] (u a random unit direction), depth
     ``depth``, v trained, over ``widths`` × ``seeds`` × ``activations``.
 
@@ -339,7 +359,7 @@ __all__ = [
     "ball_piece",
     "ball_sweep",
     "ball_table",
-    "digit_image",
+    "gd_checkpoints",
     "min_width_sweep",
     "relu_versus_smooth",
     "segment_defect",

@@ -20,7 +20,6 @@ All linear algebra in float64 NumPy; random draws from explicit JAX keys (x64 en
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from typing import Any
 
 import jax
@@ -33,6 +32,8 @@ from .. import khatri_rao as kr
 from ..data import sphere
 from ..eigen import extreme_eigenpairs, lambda_min
 from ..progress import progress
+from ..random import fold_key
+from ..scales import CovRoutes, HermiteBounds, KrDegenerate, KrDeltaSeparated, KrIdentity, KrSphere, Lemma64, Schur
 
 Array = jax.Array
 EPS = float(np.finfo(np.float64).eps)
@@ -66,7 +67,7 @@ def gram_tolerance(a: np.ndarray) -> float:
 # ---------------------------------------------------------------------------------------------
 
 
-def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def identity_errors(settings: KrIdentity, key: Array) -> list[dict[str, Any]]:
     """Maximum entrywise errors of the Khatri–Rao identities on random matrices, per (n, d, r).
 
     Settings: ``shapes`` (list of (n, d)), ``orders`` (r values).  For each shape: A∗B with
@@ -75,8 +76,8 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
     Gram route.
     """
     rows = []
-    for i, (n, d) in enumerate(settings.shapes):
-        k = jax.random.fold_in(key, i)
+    for n, d in settings.shapes:
+        k = fold_key(key, n, d)
         a, b = _normal(jax.random.fold_in(k, 0), (n, d)), _normal(jax.random.fold_in(k, 1), (n, d + 1))
         ab = kr.khatri_rao(a, b)
         lhs, rhs = ab @ ab.T, (a @ a.T) * (b @ b.T)
@@ -102,7 +103,7 @@ def identity_errors(settings: Mapping[str, Any], key: Array) -> list[dict[str, A
 # ---------------------------------------------------------------------------------------------
 
 
-def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def sphere_regimes(settings: KrSphere, key: Array) -> dict[str, np.ndarray]:
     """‖X‖, σ²_min(X∗X), κ(X) and the Marchenko–Pastur yardstick across n and d.
 
     Settings: ``ds``, ``fractions`` (n as fractions of D = d(d+1)/2, rounded, at least 2), also
@@ -138,7 +139,7 @@ def sphere_regimes(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndar
 # ---------------------------------------------------------------------------------------------
 
 
-def degenerate_data(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def degenerate_data(settings: KrDegenerate, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """What nearly equal and nearly antipodal inputs do to σ_min(X∗X), κ(X), λ(X) and ‖X‖.
 
     Settings: ``n``, ``d``, ``epsilons``.  Row 1 of a sphere data set is replaced by a point at angle
@@ -183,7 +184,7 @@ def monte_carlo_z_limit(entries: int, false_alarm: float = 1e-3) -> float:
     return float(stats.norm.isf(false_alarm / (2 * entries)))
 
 
-def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def covariance_routes(settings: CovRoutes, key: Array) -> list[dict[str, Any]]:
     """Σ(X) and Σ̃(X) by every route, for each activation in ``settings.activations``.
 
     Settings: ``n``, ``d``, ``activations``, ``samples`` (Monte Carlo), ``degree`` (2-D quadrature).
@@ -195,13 +196,13 @@ def covariance_routes(settings: Mapping[str, Any], key: Array) -> list[dict[str,
     iu = np.triu_indices(n)
     z_limit = monte_carlo_z_limit(len(iu[0]))
     rows = []
-    for i, a in enumerate(progress(settings.activations, desc="activations")):
-        for j, (name, fn, which) in enumerate((("Σ", cov.neural_network_covariance, "sigma"),
-                                               ("Σ̃", cov.output_feature_covariance, "sigma_tilde"))):
+    for a in progress(settings.activations, desc="activations"):
+        for name, fn, which in (("Σ", cov.neural_network_covariance, "sigma"),
+                                ("Σ̃", cov.output_feature_covariance, "sigma_tilde")):
             exact = fn(x, a, method="auto")
             quad = fn(x, a, method="quadrature", degree=settings.degree)
             herm = fn(x, a, method="hermite")
-            mc = cov.monte_carlo(x, a, jax.random.fold_in(key, 10 * i + j + 1), samples=settings.samples,
+            mc = cov.monte_carlo(x, a, fold_key(key, a, which), samples=settings.samples,
                                  which=which)
             diff = (mc.mean - exact)[iu]
             se = mc.stderr[iu]
@@ -262,7 +263,7 @@ def measured_covariance(x: np.ndarray, activation: str, output: bool, degree: in
     return fn(x, activation, method="quadrature", degree=degree)
 
 
-def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[str, Any]]:
+def quadratic_reduction(settings: Lemma64, key: Array) -> list[dict[str, Any]]:
     """Lemma 6.4 on sphere data of every (n, d) in ``settings.shapes`` and every activation.
 
     Σ(X) comes from :func:`measured_covariance` (closed form or 2-D quadrature, not the Hermite series of the
@@ -271,8 +272,8 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
     their ratio.
     """
     rows = []
-    for i, (n, d) in enumerate(settings.shapes):
-        x = _sphere(jax.random.fold_in(key, i), n, d)
+    for n, d in settings.shapes:
+        x = _sphere(fold_key(key, n, d), n, d)
         s2 = max(float(lambda_min(kr.hadamard_gram(x, 2))), 0.0)
         for a in settings.activations:
             sig = measured_covariance(x, a, False, settings.degree)
@@ -288,7 +289,7 @@ def quadratic_reduction(settings: Mapping[str, Any], key: Array) -> list[dict[st
     return rows
 
 
-def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: str, output: bool = False
+def higher_order_sweep(settings: HermiteBounds, key: Array, *, activation: str, output: bool = False
                        ) -> dict[str, Any]:
     """Lemma H.1 (``output=False``: λ(X) ≥ μ_r²(φ')σ²_min(X^{∗(r+1)})) or H.2 (``output=True``:
     λ̃(X) ≥ μ_r²(φ)σ²_min(X^{∗r})) for r in ``settings.orders`` across n at fixed d.
@@ -321,7 +322,7 @@ def higher_order_sweep(settings: Mapping[str, Any], key: Array, *, activation: s
 # ---------------------------------------------------------------------------------------------
 
 
-def schur_pairs(settings: Mapping[str, Any], key: Array) -> dict[str, Any]:
+def schur_pairs(settings: Schur, key: Array) -> dict[str, Any]:
     """Lemma 6.5 on random PSD pairs and on its tight cases.
 
     Settings: ``n``, ``pairs``.  Random pairs: A = GGᵀ/m_A and B = HHᵀ/m_B + diag scaling, with the
@@ -390,7 +391,7 @@ def _closest_pair_rayleigh(x: np.ndarray, sig: np.ndarray) -> float:
     return float((sig[i, i] + sig[j, j] - 2.0 * s * sig[i, j]) / 2.0)
 
 
-def delta_separated(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def delta_separated(settings: KrDeltaSeparated, key: Array) -> dict[str, np.ndarray]:
     """λ(X) of ReLU (Corollary I.2) and λ_min(E[ℐ(Xw)ℐ(Xw)ᵀ]) (Theorem I.1) against δ/(100n²) on data
     whose separation δ = min_{i≠j} min(‖x_i − x_j‖, ‖x_i + x_j‖) is controlled.
 

@@ -42,12 +42,13 @@ from ..eigen import (
     refine_unconverged,
     spectral_norm,
 )
-from ..hessian import dense_hessian, hessian_spectral_norm
+from ..hessian import dense_hessian, hessian_spectral_norm, shallow_hessian_eigenvalues
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
 from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
 from ..random import fold_key
+from ..scales import LazyParameterization, LazyRescaled, LazyWeightChange
 from ..training import train, train_traced
 
 Array = jax.Array
@@ -82,16 +83,15 @@ def shallow_hessian_norm(model: ShallowNetwork, params: PyTree, x: Array) -> Arr
     """‖∂²f(w; x)/∂w²‖ for the fixed-output network of Eq. (8) with d-dimensional inputs, per input.
 
     With x̃ = x/√d and zᵢ = wᵢᵀx̃, f = (1/√m) Σᵢ vᵢσ(zᵢ), so H = (1/√m) Σᵢ vᵢσ''(zᵢ) (eᵢeᵢᵀ ⊗ x̃x̃ᵀ):
-    block diagonal with rank-one blocks, ‖H‖ = ‖x̃‖² maxᵢ |σ''(zᵢ)| / √m (Eq. 9 for d = 1).
+    block diagonal with rank-one blocks, ‖H‖ = ‖x̃‖² maxᵢ |σ''(zᵢ)| / √m (Eq. 9 for d = 1), the largest
+    |eigenvalue| of :func:`ntkbook.hessian.shallow_hessian_eigenvalues`.
 
     Args:
         x: (n, d).  Returns: (n,).
     """
-    x = jnp.atleast_2d(x)
-    xt = x / math.sqrt(model.input_dim)
-    z = jnp.matmul(xt, params["w"].T, precision=HIGHEST)  # (n, m)
-    d2 = jnp.abs(model.activation.derivative(z, 2))
-    return jnp.sum(xt * xt, axis=1) * jnp.max(d2, axis=1) / math.sqrt(model.width)
+    eig = jax.vmap(lambda xi: shallow_hessian_eigenvalues(model.activation, model.v, params["w"], xi,
+                                                          math.sqrt(model.width)))(jnp.atleast_2d(x))
+    return jnp.max(jnp.abs(eig), axis=1)
 
 
 def segment_gradient_sup(model: ShallowNetwork, w_start: PyTree, w_end: PyTree, x: Array, *,
@@ -136,10 +136,10 @@ WEIGHT_CHANGE_FIELDS = ("width", "seed", "dist2", "dist_inf", "dist_inf_bound", 
                         "final_loss")
 
 
-def weight_change_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def weight_change_sweep(settings: LazyWeightChange, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Train the network of Eq. (8) (d = 2, fixed ±1 output weights) to convergence across widths.
 
-    For each width m and seed, on :func:`circle_data`: gradient descent from w₀ with
+    For each width m and seed, on :func:`~ntkbook.data.circle.circle_data`: gradient descent from w₀ with
     η = ``lr_factor``/λ_max(K(w₀)) for ``steps`` steps, then
 
     * ``dist2`` = ‖w* − w₀‖, ``dist_inf`` = ‖w* − w₀‖_∞;
@@ -227,7 +227,7 @@ RESCALED_FIELDS = ("alpha", "seed", "A", "B", "kappa", "kappa_direct", "A_direct
                    "kernel_change", "final_loss")
 
 
-def rescaled_model_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def rescaled_model_sweep(settings: LazyRescaled, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """The centred, rescaled model αf̄ (f̄ = f − f(w₀), Eq. 4) at one fixed width, for several α.
 
     In the factorization of Eq. (4): ``A`` = ‖f̄(w₀) − y/α‖ (= ‖y‖/α since f̄(w₀) = 0) and
@@ -407,13 +407,13 @@ def refined_hessian_norms(batch: EigenResult, keys: Array, x: Array, m: int, act
     return refine_unconverged(batch, solve, tol=LANCZOS_RESIDUAL_TOL)
 
 
-def parameterization_sweep(settings: Mapping[str, Any], key: Array, *,
+def parameterization_sweep(settings: LazyParameterization, key: Array, *,
                            activation: str = "tanh") -> dict[str, np.ndarray]:
     """NTK and LeCun versions of the same two-hidden-layer network (widths (m, m), d = 2) across m.
 
     For each width and seed the LeCun network is the NTK one in LeCun coordinates (:func:`to_lecun`),
     so both start from the same function.  Measured for both: ``kernel_norm`` = ‖K(w₀)‖ (largest
-    eigenvalue on :func:`circle_data`), ``hessian_norm`` = ‖H(w₀)‖ at the first input
+    eigenvalue on :func:`~ntkbook.data.circle.circle_data`), ``hessian_norm`` = ‖H(w₀)‖ at the first input
     (``lanczos_steps`` Lanczos steps, vmapped over seeds; ``lanczos_residual`` is the relative
     residual of the returned Ritz pair; values with a residual above ``LANCZOS_RESIDUAL_TOL`` are
     recomputed by the restarted solver), ``ratio`` = ‖K‖/‖H‖, and after training with
@@ -495,24 +495,3 @@ def _parameterization_width(keys, x, y, scales, m, activation, steps, lr_factor,
                 "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(apply(p1, x) - y))}
 
     return jax.vmap(one)(keys)
-
-
-# ---------------------------------------------------------------------------------------------
-# Tables
-# ---------------------------------------------------------------------------------------------
-
-
-def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
-              where: Any = None) -> dict[str, np.ndarray]:
-    """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
-
-    ``where`` optionally selects the rows (a boolean array).  Returns ``{by: values, field: means}``.
-    """
-    keys = np.asarray(sweep[by])
-    sel = np.ones(keys.shape, bool) if where is None else np.asarray(where, bool)
-    values = np.unique(keys[sel])
-    out: dict[str, np.ndarray] = {by: values}
-    for f in fields:
-        col = np.asarray(sweep[f], dtype=np.float64)
-        out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
-    return out

@@ -6,8 +6,8 @@ The model (Eq. 1.1) is f(x; W) = vᵀφ(Wx) with W ∈ ℝ^{k×d} trained and v 
 half of the entries of v equal to +‖y‖/√(kn) and the other half to −‖y‖/√(kn) (one zero when k is
 odd), W₀ with i.i.d. N(0, 1) entries, and the loss L(W) = ½ Σ_i (vᵀφ(Wx_i) − y_i)² (Eq. 2.1, no 1/n).
 
-* :func:`output_weights` (from :mod:`ntkbook.models.oymak_init`), :func:`network`, :func:`tangent_model`,
-  :func:`jacobian`, :func:`jacobian_gram` — the
+* :func:`~ntkbook.models.oymak_init.output_weights` (from :mod:`ntkbook.models.oymak_init`), :func:`network`,
+  :func:`tangent_model`, :func:`jacobian`, :func:`jacobian_gram` — the
   model and its Jacobian J(W) ∈ ℝ^{n×kd} (Section 6.1), with JJᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ;
 * :func:`jacobian_spectrum_vs_k` — Lemmas 6.6 and 6.7 across widths;
 * :func:`jacobian_lipschitz` — Lemma 6.8 on random pairs;
@@ -46,6 +46,7 @@ from ..models import ShallowNetwork
 from ..models.oymak_init import output_weights
 from ..progress import progress
 from ..random import numpy_generator
+from ..scales import GdModerate, InitialMisfit, JacobianLipschitz, JacobianVsK, RandomFeatures, SgdModerate
 from ..training import Tracker, distance_from_start, train_traced
 
 Array = jax.Array
@@ -55,7 +56,7 @@ MAX_WIDTH = 2_000_000
 
 PAD_WIDTH = 2**15
 """The width sweeps of Lemmas 6.6–6.7 and Theorem 3.2 compute every width up to PAD_WIDTH in networks padded to
-the largest such width of the sweep (:func:`_padded_width`): one compiled draw and one compiled Gram matrix
+the largest such width of the sweep (``_padded_width``): one compiled draw and one compiled Gram matrix
 instead of one per width (at ci every width, thresholds included).  Padding changes no number beyond float64
 rounding of the sums over k: the padded rows of W are drawn and then zeroed, with v = 0 on them (JJᵀ) or their
 features masked to 0 (ΦΦᵀ), and the first k rows of a draw of K ≥ k rows are the draw of k rows (JAX's
@@ -123,7 +124,7 @@ def lemma_6_7_width(n: int, norm_x: float, lam: float, bound: float) -> float:
     return float(2 * math.ceil(k / 2))
 
 
-def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus"
+def jacobian_spectrum_vs_k(settings: JacobianVsK, key: Array, *, activation: str = "softplus"
                            ) -> dict[str, Any]:
     """‖J(W₀)‖ and σ_min(J(W₀)) against the bounds of Lemmas 6.6 and 6.7, for each k and seed.
 
@@ -171,7 +172,7 @@ def jacobian_spectrum_vs_k(settings: Mapping[str, Any], key: Array, *, activatio
 # ---------------------------------------------------------------------------------------------
 
 
-def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def jacobian_lipschitz(settings: JacobianLipschitz, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """‖J(W̃) − J(W)‖ against M‖v‖_∞‖X‖‖W̃ − W‖_F (Lemma 6.8, M = sup|φ''|) on random pairs.
 
     W ~ N(0, 1) and W̃ = W + t·Δ with Δ a random direction of unit Frobenius norm and t spread over
@@ -207,7 +208,7 @@ def jacobian_lipschitz(settings: Mapping[str, Any], key: Array, *, activation: s
 # ---------------------------------------------------------------------------------------------
 
 
-def random_features_vs_k(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def random_features_vs_k(settings: RandomFeatures, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """λ_min(ΦΦᵀ), Φ = φ(XWᵀ), against ½k(λ̃(X) − 6B/n¹⁰⁰) (Theorem 3.2) across widths k and seeds.
 
     The width n log²(n)/λ̃ (the theorem's condition with C = 1) is appended to ``settings.widths``
@@ -445,7 +446,7 @@ def measured_rate(residual: Any, *, floor: float = 1e-9) -> float:
     return fit_geometric_rate(keep, r[keep])
 
 
-def gd_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
+def gd_sweep(settings: GdModerate, key: Array, *, activation: str = "softplus") -> list[dict[str, Any]]:
     """:func:`gradient_descent` for every k in ``settings.widths`` on one data set (n, d), in one compiled loop
     (:func:`gradient_descent_widths`)."""
     n, d = int(settings.n), int(settings.d)
@@ -507,7 +508,7 @@ def sgd_event_probability(constants: Mapping[str, float], kd: int) -> float:
     return 1 - 4 / constants["nu"] * constants["event_base"] ** (1 / kd)
 
 
-def sgd_experiment(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def sgd_experiment(settings: SgdModerate, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """Theorem 2.6 on one data set: SGD at the theorem's step size (ν, η̄ = 1) and at the step size of
     Corollary 2.2 (η = n/(2B²‖y‖²‖X‖²), outside the theorem), against full-batch GD at that step.
 
@@ -601,7 +602,7 @@ def variance_of_activation(activation: str) -> float:
     return float(k1 - k0)
 
 
-def initial_misfit(settings: Mapping[str, Any], key: Array, *, activation: str = "softplus") -> dict[str, Any]:
+def initial_misfit(settings: InitialMisfit, key: Array, *, activation: str = "softplus") -> dict[str, Any]:
     """Lemma 6.12 by Monte Carlo: the initial misfit ‖f(W₀) − y‖ over ``draws`` independent W₀.
 
     Settings: ``n``, ``d``, ``k`` (even), ``draws``, ``batch``, ``deltas``.  One data set X (uniform on S^{d−1})

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _validation as V
 from ..norms import contract_third, norm_221
 from ..progress import progress
+from ..scales import Norm221Timing, Prop21
 
 
 def landscape(t: Any, *, points: int = 361) -> dict[str, np.ndarray]:
@@ -36,8 +37,8 @@ def landscape(t: Any, *, points: int = 361) -> dict[str, np.ndarray]:
     return {"angles": a, "objective": obj}
 
 
-def enumeration_timing(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, np.ndarray]:
-    """Median wall time of exact :func:`norm_221` for a random (d1, d2, d3) tensor, per d3."""
+def enumeration_timing(settings: Norm221Timing, *, seed: int = 0) -> dict[str, np.ndarray]:
+    """Median wall time of exact :func:`ntkbook.norm_221` for a random (d1, d2, d3) tensor, per d3."""
     rng = np.random.default_rng(seed)
     d1, d2 = settings.d1, settings.d2
     rows: dict[str, list] = {"d3": [], "sign_vectors": [], "seconds": []}
@@ -73,7 +74,7 @@ def bounds_against_exact(shape: tuple[int, int, int], *, samples: int, bounds_d3
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-def proposition_2_1(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, np.ndarray]:
+def proposition_2_1(settings: Prop21, *, seed: int = 0) -> dict[str, np.ndarray]:
     """‖A‖ / (‖T‖_{2,2,1} ‖v‖_∞) with A = Σ_k T_k v_k for random tensors T and vectors v.
 
     For each tensor, four vectors: Gaussian, uniform on [−1, 1], a random sign vector and the
@@ -96,6 +97,7 @@ def proposition_2_1(settings: Mapping[str, Any], *, seed: int = 0) -> dict[str, 
 
 
 VECTOR_KINDS = ("Gaussian", "uniform", "random signs", "c·s* (maximizing signs)")
+"""The kinds of vector v of :func:`proposition_2_1`, in the order of their ``kind`` index."""
 
 
 def bounds_summary(bounds: Mapping[str, np.ndarray]) -> dict[str, list]:

@@ -6,7 +6,7 @@ f(w; x) = (1/√m) Σᵢ vᵢ σ(wᵢ x), x ∈ ℝ, wᵢ ~ N(0, 1) trained, v�
 * :func:`eq13_tensor` — ∂²α/∂w² (Eq. 13) by autodiff, for the (2,2,1)-norm bound Eq. (12);
 * :func:`width_sweep` — ‖H‖ (matrix-free Lanczos and closed form), the bound β_σ x²/√m, K(x, x) and
   its infinite-width limit x² E[σ'(wx)²] (Eq. 10), ‖∂f/∂α‖_∞ = 1/√m and ‖∂f/∂α‖ = 1 (Eq. 15), across
-  widths, seeds and inputs.
+  widths, seeds and inputs; :func:`width_sweep_figure` draws it (the chapter and the command line).
 """
 
 from __future__ import annotations
@@ -20,12 +20,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
-from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor
+from ..fitting import power_law_fit, slope_standard_error
+from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor, shallow_hessian_eigenvalues
 from ..models import ShallowNetwork, shallow_network
+from ..norms import norm_221
 from ..progress import progress
 from ..quadrature import gaussian_expectation
+from ..scales import OneHiddenLayer
 
 Array = jax.Array
 
@@ -42,13 +46,10 @@ def output_fn(activation: Activation):
 
 
 def closed_form_hessian_diagonal(model: ShallowNetwork, params: Any, x: float) -> Array:
-    """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9); the off-diagonal entries are 0."""
-    return _eq9_diagonal(model.activation, model.v, params["w"][:, 0], x, math.sqrt(model.width))
-
-
-def _eq9_diagonal(activation: Activation, v: Array, w: Array, x: Any, root_m: Any) -> Array:
-    """vᵢ σ''(wᵢx) x² / √m (Eq. 9) with √m given (a padded network's true width)."""
-    return v * activation.derivative(w * x, 2) * x**2 / root_m
+    """H_ii = vᵢ σ''(wᵢx) x² / √m (Eq. 9, :func:`ntkbook.hessian.shallow_hessian_eigenvalues`); the
+    off-diagonal entries are 0."""
+    xs = jnp.reshape(jnp.asarray(x, params["w"].dtype), (1,))
+    return shallow_hessian_eigenvalues(model.activation, model.v, params["w"], xs, math.sqrt(model.width))
 
 
 def hessian_against_closed_form(key: Array, *, width: int, x: float, activation: str = "tanh") -> dict[str, float]:
@@ -116,7 +117,7 @@ SWEEP_FIELDS = ("width", "seed", "x", "hessian", "hessian_closed", "residual", "
                 "kernel_limit", "kernel_sd", "dfdalpha_inf", "dfdalpha_2")
 
 
-def sweep_pieces(settings: Mapping[str, Any]) -> list[dict[str, int]]:
+def sweep_pieces(settings: OneHiddenLayer) -> list[dict[str, int]]:
     """The independent pieces of the sweep: one per (width, seed)."""
     return [{"width": int(m), "seed": s} for m in settings.widths for s in range(settings.seeds)]
 
@@ -126,7 +127,7 @@ PAD_WIDTH = 1024
 that every width of a ci sweep shares one compiled Hessian–vector product, Lanczos loop and measurement instead
 of one per width; larger widths are computed at their own size).  The padding changes no quantity: the padded
 units add vᵢσ(0) = 0 to f, and the padded Hessian is diag(H, 0) — the same non-zero spectrum — with the 1/√m of
-Eq. (8) taken from the true m.  The draws are those of :func:`ntkbook.models.shallow_network` at width m (JAX's
+Eq. (8) taken from the true m.  The draws are those of :func:`ntkbook.models.dense.shallow_network` at width m (JAX's
 counter-based generator gives the first m entries of a longer draw), and the Lanczos start vector is the solver's
 default N(0, 1) start at width m, zero on the padding, so the Krylov spaces are those of the unpadded H."""
 
@@ -150,8 +151,7 @@ def _piece_measures(activation: Activation):
 
     def kernel_and_closed(params, x, v, root_m):
         g = grad(params, x, v, root_m)
-        w = params["w"][:, 0]
-        closed = _eq9_diagonal(activation, v, w, x, root_m)
+        closed = shallow_hessian_eigenvalues(activation, v, params["w"], x[None], root_m)
         return jnp.sum(g["w"] ** 2), jnp.max(jnp.abs(closed))
 
     def measures(params, xs, v, root_m):
@@ -162,7 +162,7 @@ def _piece_measures(activation: Activation):
     return jax.jit(measures)
 
 
-def sweep_piece(piece: Mapping[str, int], settings: Mapping[str, Any], *, activation: str = "tanh",
+def sweep_piece(piece: Mapping[str, int], settings: OneHiddenLayer, *, activation: str = "tanh",
                 key: Array | None = None) -> dict[str, list]:
     """One (width, seed): the network of Eq. (8) and, for every input x, the row of :func:`width_sweep`.
 
@@ -199,7 +199,7 @@ def assemble_sweep(pieces: list, results: list[Mapping[str, list]]) -> dict[str,
     return {k: np.asarray([v for r in results for v in r[k]]) for k in SWEEP_FIELDS}
 
 
-def width_sweep(settings: Mapping[str, Any], key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
+def width_sweep(settings: OneHiddenLayer, key: Array, *, activation: str = "tanh") -> dict[str, np.ndarray]:
     """Hessian norm and kernel of Eq. (8) across widths, seeds and inputs.
 
     Returns equal-length arrays, one entry per (width, seed, input):
@@ -220,8 +220,6 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
     (max_k |σ''(w_k x)| x²), ``dfdalpha_inf``, ``dfdalpha_2``, ``hessian`` (dense ‖H‖) and ``bound``
     (the right-hand side of Eq. 12).
     """
-    from ..norms import norm_221
-
     model, params = shallow_network(key, width, activation=activation)
     t221 = norm_221(eq13_tensor(model, params, x))
     if not t221.exact:
@@ -241,8 +239,6 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
     """Per input x: log–log fits of ‖H‖ and K(x, x) against m, and the CLT standard error of the
     kernel's slope (see :func:`ntkbook.fitting.slope_standard_error`)."""
-    from ..fitting import power_law_fit, slope_standard_error
-
     out = {}
     for x in np.unique(sweep["x"]):
         sel = sweep["x"] == x
@@ -254,6 +250,49 @@ def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
             "kernel_limit": float(sweep["kernel_limit"][sel][0]),
         }
     return out
+
+
+def width_sweep_figure(sweep: Mapping[str, Any], fits: Mapping[float, Mapping[str, Any]] | None = None, *,
+                       activation: str = "tanh") -> Any:
+    """The figure of :func:`width_sweep` (chapter 2 and ``python -m ntkbook reproduce one-hidden-layer``).
+
+    Left: ‖H‖ against the width per input x (points: seeds; :func:`ntkbook.plotting.power_law` with the
+    fitted power law and the slope −1/2 drawn for the largest x), with the bound β_σ x²/√m dotted.  Right:
+    K_{(x,x)}(w₀) at the same networks, its infinite-width limit (lines) and a band of ±3 sd/√m.
+
+    Args:
+        sweep: the columns of :func:`width_sweep` (arrays or lists).
+        fits: :func:`sweep_fits` of ``sweep`` (computed when omitted).
+        activation: the activation of the network (for β_σ).
+
+    Returns:
+        the matplotlib figure.
+    """
+    sweep = {k: np.asarray(v) for k, v in sweep.items()}
+    fits = sweep_fits(sweep) if fits is None else fits
+    beta = get_activation(activation).smoothness
+    inputs = np.unique(sweep["x"])
+    fig, (ax_h, ax_k) = plotting.subplots(2, width=5.0, height=4.0)
+    for x, color in zip(inputs, plotting.PALETTE, strict=False):
+        sel = sweep["x"] == x
+        plotting.power_law(ax_h, sweep["width"][sel], sweep["hessian"][sel], label=f"x = {float(x)}", color=color,
+                           reference_slope=-0.5 if x == inputs[-1] else None, fit=fits[float(x)]["hessian"])
+        ws = np.unique(sweep["width"][sel])
+        ax_h.plot(ws, beta * x**2 / np.sqrt(ws), ":", color=color)
+        ax_k.scatter(sweep["width"][sel], sweep["kernel"][sel], s=10, alpha=0.5, color=color, label=f"x = {float(x)}")
+        lim = sweep["kernel_limit"][sel][0]
+        sd = np.array([sweep["kernel_sd"][sel][sweep["width"][sel] == w][0] for w in ws])
+        ax_k.axhline(lim, color=color, linewidth=1)
+        ax_k.fill_between(ws, lim - 3 * sd, lim + 3 * sd, color=color, alpha=0.15)
+    ax_h.set_xlabel("width $m$")
+    ax_h.set_ylabel(r"$\|H\|$")
+    ax_h.legend()
+    ax_k.set_xscale("log")
+    ax_k.set_xlabel("width $m$")
+    ax_k.set_ylabel(r"$K_{(x,x)}(w_0)$")
+    ax_k.legend()
+    fig.tight_layout()
+    return fig
 
 
 def sweep_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]],

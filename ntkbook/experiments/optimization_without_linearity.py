@@ -31,15 +31,17 @@ from ..models.output_maps import PHI, phi_derivatives
 from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..random import fold_key
+from ..scales import OptimizationTheorem51
 from ..training import train_traced
 
 Array = jax.Array
 
 TRACK_FIELDS = ("loss", "lambda_min_tilde", "lambda_max_tilde", "lambda_min_base", "rho", "change_tilde",
                 "change_base")
+"""The quantities :func:`theorem_5_1_sweep` tracks along every run."""
 
 
-def theorem_5_1_sweep(settings: Mapping[str, Any], key: Array, *, phi: Activation = PHI) -> dict[str, Any]:
+def theorem_5_1_sweep(settings: OptimizationTheorem51, key: Array, *, phi: Activation = PHI) -> dict[str, Any]:
     """Train f̃ = φ(f) (f: one hidden tanh layer, trained W and v, d = 2) by GD, across widths and seeds.
 
     The step is η = ``lr_factor``/(L_φ² λ_max(K(w₀))) for Theorem 5.1's loss ½Σ(φ(f) − y)² (n·η on the book's

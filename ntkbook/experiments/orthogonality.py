@@ -1,14 +1,15 @@
 """Chapter 7, second half — deep networks as multi-level assemblies (Liu, Zhu & Belkin 2022, Section 3,
 Appendices B, D, E).
 
-The network of Eq. (8) (:func:`ntkbook.models.mlp`, tanh, NTK parameterization, linear output layer) and the
+The network of Eq. (8) (:func:`ntkbook.models.dense.mlp`, tanh, NTK parameterization, linear output layer) and the
 DenseNet of Eq. (37) (:mod:`ntkbook.models.densenet`):
 
 * :func:`neuron_gradient_grams` — G⁽ˡ⁾[i, j] = ⟨∇_θ α̃ᵢ⁽ˡ⁾(x), ∇_θ α̃ⱼ⁽ˡ⁾(x)⟩ for every hidden layer, from the
   layer structure (no Jacobian is formed), and :func:`mean_abs_cos`, the orthogonality metric of Eq. (22);
 * :func:`orthogonality_piece` / :func:`orthogonality_sweep` — Figure 3 of Appendix B: mean |cos θᵢⱼ| against
   the width, at initialization and after full-batch gradient descent, for the equal-width network (left), the
-  bottleneck network (right) and the DenseNet (Appendix E);
+  bottleneck network (right) and the DenseNet (Appendix E), drawn by :func:`figure_3_left_panel` and
+  :func:`figure_3_right_panel` (the chapter and the command line);
 * :func:`clt_prediction` — the m → ∞ constant of √m·E|cos θᵢⱼ| for the second layer (Lemma 1's Gaussian);
 * :func:`turn_piece` — Theorem 2: how far the gradient direction of a post-activation neuron turns within the
   ball B(θ₀, R);
@@ -36,18 +37,25 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from .. import plotting
 from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
 from ..eigen import lambda_max
-from ..models import MLP, mlp
+from ..hessian import hessian_spectral_norm, hvp
+from ..kernels import empirical_ntk
+from ..models import MLP, mlp, shared_model
 from ..models.densenet import DenseNet, densenet
+from ..progress import progress
+from ..pytree import tree_dot, tree_norm, tree_normal_like, tree_scale, tree_sub
 from ..quadrature import gaussian_expectation
+from ..scales import Densenet, FrameLimit, NeuronGeometry, Orthogonality, OrthogonalityGaussian
 from ..sweep import Sweep, grid
 from ..training import step_size_from_kernel, train
-from .deep_hessian import shared_model
 
 Array = jax.Array
+OrthogonalitySettings = Orthogonality | OrthogonalityGaussian | Densenet | NeuronGeometry
+"""The settings that describe this chapter's data and networks (``dataset``, widths, runs, GD steps)."""
 PyTree = Any
 HIGHEST = jax.lax.Precision.HIGHEST
 KINDS = ("fc", "bottleneck", "densenet")
@@ -59,7 +67,7 @@ DATASETS = ("digits", "gaussian")
 # ---------------------------------------------------------------------------------------------
 
 
-def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Array, Array]:
+def load_data(settings: OrthogonalitySettings, dtype: Any = jnp.float32) -> tuple[Array, Array]:
     """The training set of Appendix B: 20 inputs of two classes with labels ±1 (‖x‖ = √d).
 
     ``settings.dataset``: ``"digits"`` (:func:`ntkbook.data.digits.two_classes` with ``classes`` and
@@ -75,7 +83,7 @@ def load_data(settings: Mapping[str, Any], dtype: Any = jnp.float32) -> tuple[Ar
                                      digits_data.INPUT_DIM, dtype=dtype)
 
 
-def make_network(kind: str, width: int, run: int, settings: Mapping[str, Any], input_dim: int,
+def make_network(kind: str, width: int, run: int, settings: OrthogonalitySettings, input_dim: int,
                  dtype: Any = jnp.float32) -> tuple[Any, PyTree]:
     """The networks of Figure 3 and Appendix E, all tanh, NTK parameterization, N(0, 1) weights.
 
@@ -112,7 +120,7 @@ def neuron_gradient_grams(model: MLP | DenseNet, params: PyTree, x: Any, neurons
     of the pre-activations α̃ᵢ⁽ˡ⁾(x) (see the module docstring).
 
     Args:
-        model, params: an :class:`~ntkbook.models.MLP` or :class:`~ntkbook.models.densenet.DenseNet`.
+        model, params: an :class:`~ntkbook.models.dense.MLP` or :class:`~ntkbook.models.densenet.DenseNet`.
         x: inputs (n, d).
         neurons: only the first ``neurons`` neurons of each layer (all when None or larger than the layer).
             Neurons of a layer are exchangeable (i.i.d. rows at initialization), so the pairs among the first
@@ -213,7 +221,7 @@ def frame_constant(gram: Any) -> Array:
     return lambda_max(cosine_matrix(gram))
 
 
-def _frame_limit_piece(coords: Mapping[str, Any], settings: Any, key: Array) -> dict[str, float]:
+def _frame_limit_piece(coords: Mapping[str, Any], settings: FrameLimit, key: Array) -> dict[str, float]:
     x, _ = digits_data.two_classes()
     model, params = mlp(key, (int(coords["lower_width"]), int(settings.upper_width)), input_dim=x.shape[1],
                         activation="tanh")
@@ -221,7 +229,7 @@ def _frame_limit_piece(coords: Mapping[str, Any], settings: Any, key: Array) -> 
     return {"λ_max(C)": float(frame_constant(gram))}
 
 
-#: Eq. 18 in the paper's sequential limit: the frame constant λ_max(C) of the m₂ = ``upper_width``
+#: Eq. 18 in the paper's sequential limit — the frame constant λ_max(C) of the m₂ = ``upper_width``
 #: normals of layer 2 of a two-hidden-layer tanh network (widths (m₁, m₂), first digit image), for
 #: m₁ in ``lower_widths`` and ``runs`` initializations.  C = aI + WDWᵀ/m₁ normalized (W the m₂ × m₁
 #: second-layer weights, D = diag σ'(z)²): a Gram matrix whose spread is of order √(m₂/m₁), so
@@ -294,7 +302,7 @@ def _layer_mean_abs_cos(grams: list[Array]) -> list[Array]:
 # ---------------------------------------------------------------------------------------------
 
 
-def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck")
+def orthogonality_pieces(settings: OrthogonalitySettings, kinds: tuple[str, ...] = ("fc", "bottleneck")
                          ) -> list[dict[str, Any]]:
     """Independent pieces (kind, width, run): ``widths`` for "fc" and "densenet", ``bottleneck_widths`` for
     "bottleneck", ``runs`` each."""
@@ -306,7 +314,7 @@ def orthogonality_pieces(settings: Mapping[str, Any], kinds: tuple[str, ...] = (
     return out
 
 
-def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, Any]:
+def orthogonality_piece(piece: Mapping[str, Any], settings: OrthogonalitySettings) -> dict[str, Any]:
     """One network of Figure 3: mean |cos θᵢⱼ| (Eq. 22) per hidden layer, averaged over the pairs i ≠ j of the
     first ``sampled_neurons`` neurons (all pairs when the layer is not wider; see :func:`neuron_gradient_grams`)
     and over all training inputs, at initialization and after ``gd_steps`` steps of full-batch gradient descent
@@ -315,8 +323,6 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
     Returns per-layer lists ``mean_abs_cos_init``, ``mean_abs_cos`` (trained), and ``loss_init``,
     ``loss_final``, ``lr``, ``displacement`` ‖θ_T − θ₀‖.
     """
-    from ..kernels import empirical_ntk
-
     x, y = load_data(settings)
     model, params = make_network(piece["kind"], piece["width"], piece["run"], settings, x.shape[1])
     k = int(settings.sampled_neurons)
@@ -337,7 +343,7 @@ def orthogonality_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -
     }
 
 
-def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str, Any]],
+def assemble_orthogonality(settings: OrthogonalitySettings, pieces: list[Mapping[str, Any]],
                            results: list[Mapping[str, Any]]) -> dict[str, Any]:
     """Figure 3 as nested lists [[per run] per width] (and [[[per layer] per run] per width]).
 
@@ -381,14 +387,57 @@ def assemble_orthogonality(settings: Mapping[str, Any], pieces: list[Mapping[str
     return out
 
 
-def orthogonality_sweep(settings: Mapping[str, Any], kinds: tuple[str, ...] = ("fc", "bottleneck"),
+def figure_3_left_panel(ax: Any, result: Mapping[str, Any], *, title: str | None = None,
+                        ylabel: bool = True) -> None:
+    """Figure 3 (left) of Liu, Zhu & Belkin (2022) on one axes: mean |cos θᵢⱼ| after training against the
+    width of the equal-width network, layers 2 and 3 (layer 1 is exactly orthogonal, Remark 4; points: runs,
+    :func:`ntkbook.plotting.power_law` fits, slope −1/2 dashed), and the second-layer prediction c/√m of
+    Lemma 1's Gaussian dotted (c from ``result["settings"]["clt_constant_layer2"]``).
+
+    ``result`` is :func:`assemble_orthogonality`'s (the chapter's :func:`orthogonality_sweep` or the JSON of
+    ``python -m ntkbook reproduce orthogonality``).
+    """
+    widths = np.asarray(result["widths"], dtype=float)
+    by = np.asarray(result["mean_abs_cos_by_layer"], dtype=float)  # (widths, runs, layers)
+    for layer, color in zip((1, 2), plotting.PALETTE[1:], strict=False):
+        y = by[:, :, layer]
+        plotting.power_law(ax, np.repeat(widths, y.shape[1]), y.ravel(), label=f"layer {layer + 1}", color=color,
+                           reference_slope=-0.5 if layer == 1 else None)
+    clt = float(result["settings"]["clt_constant_layer2"])
+    ax.plot(widths, clt / np.sqrt(widths), ":", color=plotting.PALETTE[1])
+    if title is not None:
+        ax.set_title(title)
+    ax.set_xlabel("width $m$")
+    if ylabel:
+        ax.set_ylabel(r"mean $|\cos\theta_{ij}|$")
+    ax.legend(fontsize=7)
+
+
+def figure_3_right_panel(ax: Any, result: Mapping[str, Any], *, bottleneck_outer: int) -> None:
+    """Figure 3 (right) of Liu, Zhu & Belkin (2022) on one axes: the bottleneck network (m₁ = m₃ =
+    ``bottleneck_outer``, m₂ = m_b) — mean |cos θᵢⱼ| of layer 3 (assembled from the m_b bottleneck neurons,
+    slope −1/2 dashed) and of layer 2 (the bottleneck, assembled from the m₁ neurons of layer 1) against m_b,
+    with the level c/√m₁ dotted.  ``result`` as for :func:`figure_3_left_panel`."""
+    bw = np.asarray(result["bottleneck_widths"], dtype=float)
+    bl = np.asarray(result["bottleneck_mean_abs_cos_by_layer"], dtype=float)
+    for layer, color, label in ((2, plotting.PALETTE[2], "layer 3 (assembled from the bottleneck)"),
+                                (1, plotting.PALETTE[1], "layer 2 (the bottleneck)")):
+        y = bl[:, :, layer]
+        plotting.power_law(ax, np.repeat(bw, y.shape[1]), y.ravel(), label=label, color=color,
+                           reference_slope=-0.5 if layer == 2 else None)
+    clt = float(result["settings"]["clt_constant_layer2"])
+    ax.axhline(clt / math.sqrt(bottleneck_outer), color=plotting.PALETTE[1], linestyle=":")
+    ax.set_xlabel("bottleneck width $m_b$")
+    ax.set_ylabel(r"mean $|\cos\theta_{ij}|$")
+    ax.legend(fontsize=7)
+
+
+def orthogonality_sweep(settings: OrthogonalitySettings, kinds: tuple[str, ...] = ("fc", "bottleneck"),
                         **overrides: Any) -> dict[str, Any]:
     """Every piece of :func:`orthogonality_pieces`, assembled (:func:`assemble_orthogonality`).
 
     ``overrides`` replace settings (e.g. ``dataset="gaussian"``).
     """
-    from ..progress import progress
-
     settings = settings.replace(**overrides)
     pieces = orthogonality_pieces(settings, kinds)
     results = [orthogonality_piece(p, settings) for p in progress(pieces, desc="network × width × run",
@@ -440,8 +489,6 @@ def _angle(g0: PyTree, g1: PyTree) -> float:
 def _directions(key, salts, top, gd_delta):
     """(top, N(0, I) directions with keys fold_in(key, salt) for each salt, gd_delta) stacked on a leading
     axis (one compiled function per network shape)."""
-    from ..pytree import tree_normal_like
-
     rand = jax.vmap(lambda s: tree_normal_like(jax.random.fold_in(key, s), top))(salts)
     return jax.tree_util.tree_map(lambda t, r, g: jnp.concatenate([t[None], r, g[None]]), top, rand, gd_delta)
 
@@ -467,9 +514,10 @@ _tree_norm_jit = jax.jit(lambda t: jnp.sqrt(sum(jnp.vdot(x, x) for x in jax.tree
 
 TURN_FIELDS = ("width", "run", "layer", "neuron", "angle_top", "angle_random", "angle_gd", "hessian_norm",
                "grad_norm", "gd_distance")
+"""The columns of :func:`turn_piece` and :func:`turn_sweep`."""
 
 
-def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, list]:
     """Theorem 2 at one (width, run): for neurons of every hidden layer of the equal-width network, the angle
     between ∇_θ αᵢ⁽ˡ⁾(θ₀; x) and ∇_θ αᵢ⁽ˡ⁾(θ₀ + Δ; x) (post-activation, first training input) for
     Δ = R·u (u the eigenvector of the largest |eigenvalue| of the Hessian of α̃ᵢ⁽ˡ⁾ — the direction that turns
@@ -480,10 +528,6 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
     the largest over the random directions, ``hessian_norm`` ‖H_{α̃ᵢ}(θ₀)‖, ``grad_norm`` ‖∇α̃ᵢ(θ₀)‖ and
     ``gd_distance`` ‖θ_T − θ₀‖.
     """
-    from ..hessian import hessian_spectral_norm
-    from ..kernels import empirical_ntk
-    from ..pytree import tree_normal_like, tree_sub
-
     radius = float(settings.radius)
     out: dict[str, list] = {k: [] for k in TURN_FIELDS}
     x, y = load_data(settings)
@@ -521,6 +565,7 @@ def turn_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[st
 
 QUADRATIC_FIELDS = ("target_layer", "width", "run", "worst", "hessian_term", "beta", "max_w", "bound", "frame",
                     "bound_with_frame", "rank_one_share", "gram_norm")
+"""The columns of :func:`quadratic_term_piece` and :func:`quadratic_term_sweep`."""
 
 
 @cache
@@ -548,9 +593,6 @@ def _layer_pre_fn(layer: int):
 @cache
 def _second_order_parts(layer: int):
     """jit: (θ⁽ˡ⁾, Δ, w, params, model, x) ↦ (rank-one part (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2, ½ΔᵀH_TΔ)."""
-    from ..hessian import hvp
-    from ..pytree import tree_dot
-
     target, pre = _target_fn(layer), _layer_pre_fn(layer)
 
     @jax.jit
@@ -564,7 +606,7 @@ def _second_order_parts(layer: int):
     return fn
 
 
-def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, list]:
+def quadratic_term_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, list]:
     """Theorem 4 at one (width, run) of the equal-width network, first training input.
 
     For the sub-models αᵢ⁽ˡ⁾ (l = 2, …, L) and their assembly T = α̃₁⁽ˡ⁺¹⁾ (the first neuron of layer l+1, or
@@ -583,8 +625,6 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) 
     * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
       rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
     """
-    from ..hessian import hessian_spectral_norm
-
     radius = float(settings.radius)
     beta_sigma = get_activation("tanh").smoothness
     out: dict[str, list] = {k: [] for k in QUADRATIC_FIELDS}
@@ -649,8 +689,6 @@ def worst_remainder(fn: Any, params: PyTree, args: tuple, lanczos: Any, radius: 
     ascending each sign.  Every iterate is a point of the sphere, so the value is a lower estimate of the
     maximum.  Returns the best |value| and its Δ.
     """
-    from ..pytree import tree_norm, tree_normal_like, tree_scale
-
     lam_sign = 1.0 if lanczos.eigenvalue >= 0 else -1.0
     rand = tree_normal_like(key, params)
     rand = tree_scale(radius / float(tree_norm(rand)), rand)
@@ -677,10 +715,8 @@ def _output_at(params, model, x):
     return model.apply(params, x[None])[0]
 
 
-def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]) -> dict[str, float]:
+def densenet_hessian_piece(piece: Mapping[str, Any], settings: Densenet) -> dict[str, float]:
     """‖H_f(θ₀; x)‖ of the DenseNet (Lanczos, first training input) at one (width, run), and ½R²‖H_f‖."""
-    from ..hessian import hessian_spectral_norm
-
     x, _ = load_data(settings)
     model, params = make_network("densenet", piece["width"], piece["run"], settings, x.shape[1])
     x0 = x[0]
@@ -695,9 +731,7 @@ def densenet_hessian_piece(piece: Mapping[str, Any], settings: Mapping[str, Any]
 # ---------------------------------------------------------------------------------------------
 
 
-def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.ndarray]:
-    from ..progress import progress
-
+def _sweep(piece_fn, settings: NeuronGeometry | Densenet, desc: str) -> dict[str, np.ndarray]:
     pieces = [{"width": int(m), "run": r} for m in settings.widths for r in range(int(settings.runs))]
     results = [piece_fn(p, settings) for p in progress(pieces, desc=desc, total=len(pieces))]
     if isinstance(results[0][next(iter(results[0]))], list):
@@ -705,17 +739,17 @@ def _sweep(piece_fn, settings: Mapping[str, Any], desc: str) -> dict[str, np.nda
     return {k: np.asarray([r[k] for r in results]) for k in results[0]}
 
 
-def turn_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def turn_sweep(settings: NeuronGeometry) -> dict[str, np.ndarray]:
     """:func:`turn_piece` for every (width, run) of the settings, as equal-length arrays (:data:`TURN_FIELDS`)."""
     return _sweep(turn_piece, settings, "Theorem 2: width × run")
 
 
-def quadratic_term_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def quadratic_term_sweep(settings: NeuronGeometry) -> dict[str, np.ndarray]:
     """:func:`quadratic_term_piece` for every (width, run), as equal-length arrays (:data:`QUADRATIC_FIELDS`)."""
     return _sweep(quadratic_term_piece, settings, "Theorem 4: width × run")
 
 
-def densenet_hessian_sweep(settings: Mapping[str, Any]) -> dict[str, np.ndarray]:
+def densenet_hessian_sweep(settings: Densenet) -> dict[str, np.ndarray]:
     """:func:`densenet_hessian_piece` for every (width, run): arrays ``width``, ``run``, ``hessian_norm``, ..."""
     return _sweep(densenet_hessian_piece, settings, "DenseNet ‖H‖: width × run")
 
@@ -733,11 +767,14 @@ __all__ = [
     "FRAME_LIMIT",
     "KINDS",
     "QUADRATIC_FIELDS",
+    "TURN_FIELDS",
     "assemble_orthogonality",
     "clt_prediction",
     "cosine_matrix",
     "densenet_hessian_piece",
     "densenet_hessian_sweep",
+    "figure_3_left_panel",
+    "figure_3_right_panel",
     "frame_constant",
     "load_data",
     "make_network",

@@ -37,17 +37,20 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
 import jax
 import numpy as np
+from scipy.optimize import isotonic_regression
 
 from .. import _validation as V
 from ..activations import get_activation
 from ..models.oymak_init import output_weights
 from ..progress import progress
+from ..scales import PhaseTransition
 from ..training import StopRule, train
 
 Array = jax.Array
@@ -132,13 +135,13 @@ class PaddedNetwork:
 
 
 WIDTH_CLASSES = 8
-"""Networks are padded within width classes: the live networks sorted by k are cut into at most this many
+"""Networks are padded within width classes — the live networks sorted by k are cut into at most this many
 contiguous classes of about equal total width, each padded to its own largest k (the padding then costs ~10% of
 the work instead of ~2× with one common width)."""
 
 CLASS_WORK = 2**18
 """Multiply–adds per iteration, n·d·Σk over the live networks, that one width class must have at least
-(:func:`_class_count`).  Below it an iteration of the compiled loop costs its fixed overhead, not its arithmetic,
+(``_class_count``).  Below it an iteration of the compiled loop costs its fixed overhead, not its arithmetic,
 and every extra class costs one more loop and one more compilation: a ci column (n = 20: n·d·Σk ≤ 4·10⁴) is
 advanced as one class (25.8 → 16.2 s of CPU for the ci panels), a book column (n = 100, 250 networks:
 n·d·Σk ≥ 3·10⁶) as :data:`WIDTH_CLASSES` classes.  Each network's iteration is its own: the classes change only
@@ -201,8 +204,6 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
     (‖f(W_τ) − y‖/‖y‖ then).  ``dtype``: float32 (the book; the tolerance is far above its resolution) or
     float64 (inside ``jax.enable_x64``, for tests against a float64 reference).
     """
-    from concurrent.futures import ThreadPoolExecutor
-
     V.choice("activation", activation, PAPER_STEP_SIZES)
     n, d, trials = V.positive_int("n", n), V.positive_int("d", d), V.positive_int("trials", trials)
     ks = [V.positive_int("k", int(k)) for k in ks]
@@ -243,7 +244,7 @@ def fit_column(activation: str, n: int, d: int, ks: Sequence[int], *, trials: in
             "rel_error": rel.reshape(shape).T}
 
 
-def panel(activation: str, n: int, settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def panel(activation: str, n: int, settings: PhaseTransition, key: Array) -> dict[str, np.ndarray]:
     """One panel of Figure 2: :func:`fit_column` for every d in ``settings.ds``.
 
     Settings: ``ks``, ``ds``, ``trials``, ``max_iters``, ``tol`` (and optionally ``chunk``).  Returns
@@ -272,13 +273,11 @@ def crossing(ks: Sequence[int], probability: Sequence[float], level: float = 0.5
     """The k at which the success probability of one column crosses ``level``.
 
     The probabilities (one per k, ``ks`` increasing) are first made non-decreasing in k by isotonic
-    regression (:func:`scipy.optimize.isotonic_regression`, pool-adjacent-violators: trial noise can
+    regression (``scipy.optimize.isotonic_regression``, pool-adjacent-violators: trial noise can
     make a raw column non-monotone), then the crossing is interpolated linearly between the last k
     below ``level`` and the next one.  Returns ``-inf`` when the fit is already ≥ ``level`` at the
     smallest k and ``+inf`` when it never reaches ``level`` (the crossing lies outside the grid).
     """
-    from scipy.optimize import isotonic_regression
-
     ks = np.asarray(ks, dtype=np.float64)
     p = np.asarray(probability, dtype=np.float64)
     if ks.ndim != 1 or p.shape != ks.shape or ks.size < 2:
@@ -350,7 +349,7 @@ def transition_location(ks: Sequence[int], ds: Sequence[int], n: int, success: A
 
 
 PAPER_WINDOW = (1.0, 1.5)
-"""The paper's statement as a window for the 50% crossing r̄ = k*d/n: Section 4 says the success region is
+"""The paper's statement as a window for the 50% crossing r̄ = k*d/n.  Section 4 says the success region is
 "tightly surrounded by the n = kd curve" and that kd > (1 + ε)n "may suffice"; we read "tightly" as
 1 ≤ r̄ ≤ 1.5 (fixed before measuring; r < 1 is impossible for generic data, fewer parameters than equations)."""
 
@@ -413,7 +412,7 @@ def location_table(locs: Mapping[tuple[str, int], Mapping[str, Any]]) -> list[di
 
 
 LOCATION_CLAIMS: dict[str, float] = {"relu": PAPER_WINDOW[1], "softplus": PAPER_WINDOW[0]}
-"""The location claim per activation: the 95% interval of r̄ lies wholly above this value.
+"""The location claim per activation — the 95% interval of r̄ lies wholly above this value.
 
 ReLU: above 1.5 — the erratum "not tightly surrounded by kd = n" (first measured on this book's grid at
 n = 100: r̄ = 1.92 [1.77, 2.03]). softplus: above 1 — the crossing lies right of the curve kd = n, as the

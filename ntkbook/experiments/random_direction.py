@@ -63,7 +63,7 @@ def _compute(coords: dict[str, Any], settings: RandomDirection, key: jax.Array) 
     return {"seed": np.arange(settings.seeds), "K(w₀)": k0, "ΔK": dk}
 
 
-#: The sweep of exercise ex-2-relu: activation × width, ``seeds`` draws of (w₀, u) per piece.
+#: The sweep of exercise ex-2-relu — activation × width, ``seeds`` draws of (w₀, u) per piece.
 RANDOM_DIRECTION = Sweep("random_direction", _pieces, _compute, columns=COLUMNS, version="1")
 
 

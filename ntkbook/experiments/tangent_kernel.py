@@ -12,7 +12,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from functools import partial
 from typing import Any
 
@@ -26,6 +25,7 @@ from ..kernels import empirical_ntk, relative_change
 from ..models import linearize, mlp, random_features
 from ..progress import progress
 from ..pytree import num_params, random_direction, tree_axpy, tree_norm, tree_sub
+from ..scales import KernelAlongPaths, Prop23
 from ..training import step_size_from_kernel, train
 
 Array = jax.Array
@@ -75,7 +75,7 @@ def _straight_path(params, direction, radii):
     return jax.vmap(lambda t: tree_axpy(t, direction, params))(radii)
 
 
-def kernel_along_paths(settings: Mapping[str, Any], key: Array) -> dict[str, dict[str, dict[str, np.ndarray]]]:
+def kernel_along_paths(settings: KernelAlongPaths, key: Array) -> dict[str, dict[str, dict[str, np.ndarray]]]:
     """Relative kernel change ‖K(w_t) − K(w₀)‖_F / ‖K(w₀)‖_F along two paths, for three models.
 
     Models (width m = ``settings.width``, inputs in ℝ^d, n random Gaussian inputs):
@@ -166,9 +166,10 @@ def norm_model(key: Array, *, dim: int = 5, samples: int = 200) -> dict[str, np.
 
 
 DIRECTIONS = ("random", "gradient", "top eigenvector")
+"""The directions of the segments of :func:`kernel_change_in_ball`, in the order of their ``direction`` index."""
 
 
-def kernel_change_in_ball(settings: Mapping[str, Any], key: Array) -> dict[str, np.ndarray]:
+def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]:
     """Measure both sides of Proposition 2.3 for two-hidden-layer tanh networks.
 
     For each width m, radius R and direction u (uniform random; the normalized gradient ∇f(w₀; x);

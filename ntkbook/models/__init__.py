@@ -20,7 +20,7 @@ with m₀ = d for the first layer (for d = 1 this is exactly Eq. 8 and Eq. 16).
 
 from __future__ import annotations
 
-from .common import inputs
+from .common import inputs, shared_model
 from .dense import MLP, ForwardPass, RandomFeatures, ShallowNetwork, mlp, random_features, shallow_network
 from .wrappers import OUTPUT_MAPS, NonLinearOutput, linearize, nonlinear_output
 
@@ -37,4 +37,5 @@ __all__ = [
     "nonlinear_output",
     "random_features",
     "shallow_network",
+    "shared_model",
 ]

@@ -39,6 +39,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from scipy.optimize import minimize_scalar
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
@@ -121,8 +122,6 @@ class SubModelFamily:
 
 
 def _neuron_smoothness(activation: Activation, rho: float, r2: float) -> float:
-    from scipy.optimize import minimize_scalar
-
     d1 = jax.jit(lambda z: activation.derivative(z, 1))
     d2 = jax.jit(lambda z: activation.derivative(z, 2))
 

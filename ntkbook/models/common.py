@@ -1,4 +1,5 @@
-"""Helpers shared by every architecture: input validation, NTK-scaled dense products, pytree metadata."""
+"""Helpers shared by every architecture: input validation, NTK-scaled dense products, pytree metadata,
+one model object per architecture (:func:`shared_model`)."""
 
 from __future__ import annotations
 
@@ -38,3 +39,20 @@ def dense(a: Array, w: Array) -> Array:
 def squeeze_output(f: Array) -> Array:
     """(n, 1) → (n,); (n, k) unchanged for k > 1."""
     return f[:, 0] if f.shape[-1] == 1 else f
+
+
+_MODELS: dict[Any, Any] = {}
+
+
+def shared_model(model: Any) -> Any:
+    """One model object per architecture.
+
+    A model without array leaves (MLP, ResNet, DenseNet, ...) is fully described by its pytree structure
+    (its static fields) but compares by identity, and ``model.apply`` is part of the static key of the
+    compiled training loop (:func:`ntkbook.training.train`).  Passing every network of one architecture
+    (seeds, runs, data sets) through this function hands them the same object, so that loop compiles once
+    per architecture instead of once per network drawn.  A model with array leaves is returned unchanged.
+    """
+    if jax.tree_util.tree_leaves(model):
+        return model
+    return _MODELS.setdefault(jax.tree_util.tree_structure(model), model)

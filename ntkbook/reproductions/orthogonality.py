@@ -16,45 +16,26 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from .. import plotting
 from ..experiments import orthogonality as orth
 from ..reproduce import Reproduction, register, save_figure
+from ..scales import Orthogonality
 
 
-def _pieces(settings) -> list[dict[str, Any]]:
+def _pieces(settings: Orthogonality) -> list[dict[str, Any]]:
     return orth.orthogonality_pieces(settings, ("fc", "bottleneck"))
 
 
-def _assemble(settings, pieces, results) -> dict[str, Any]:
+def _assemble(settings: Orthogonality, pieces, results) -> dict[str, Any]:
     return orth.assemble_orthogonality(settings, pieces, results)
 
 
 def _plot(result: dict[str, Any], path: Path) -> None:
-    from .. import plotting
-
     fig, (ax_l, ax_r) = plotting.subplots(2, width=5.0, height=4.0)
-    widths = np.asarray(result["widths"], dtype=float)
-    by_layer = np.asarray(result["mean_abs_cos_by_layer"], dtype=float)  # (widths, runs, layers)
-    for layer, color in zip(range(1, by_layer.shape[2]), plotting.PALETTE[1:], strict=False):
-        y = by_layer[:, :, layer]
-        plotting.power_law(ax_l, np.repeat(widths, y.shape[1]), y.ravel(), label=f"layer {layer + 1}",
-                           color=color, reference_slope=-0.5 if layer == 1 else None)
-    ax_l.set_xlabel("width m")
-    ax_l.set_ylabel("mean |cos θ_ij|")
-    ax_l.set_title("4-layer network, equal widths")
-    ax_l.legend()
-    bw = np.asarray(result["bottleneck_widths"], dtype=float)
-    bl = np.asarray(result["bottleneck_mean_abs_cos_by_layer"], dtype=float)
-    for layer, color, label in ((2, plotting.PALETTE[2], "layer 3 (assembles the bottleneck)"),
-                                (1, plotting.PALETTE[1], "layer 2 (the bottleneck)")):
-        y = bl[:, :, layer]
-        plotting.power_law(ax_r, np.repeat(bw, y.shape[1]), y.ravel(), label=label, color=color,
-                           reference_slope=-0.5 if layer == 2 else None)
-    ax_r.set_xlabel("bottleneck width m_b")
-    ax_r.set_ylabel("mean |cos θ_ij|")
-    ax_r.set_title(f"bottleneck network, m₁ = m₃ = {result['settings']['bottleneck_outer']}")
-    ax_r.legend()
+    orth.figure_3_left_panel(ax_l, result, title="4-layer network, equal widths")
+    outer = int(result["settings"]["bottleneck_outer"])
+    orth.figure_3_right_panel(ax_r, result, bottleneck_outer=outer)
+    ax_r.set_title(f"bottleneck network, m₁ = m₃ = {outer}")
     fig.tight_layout()
     save_figure(fig, path, f"Orthogonality of neuron gradients (Eq. 22), {result['dataset']} — scale {result['scale']}")
 

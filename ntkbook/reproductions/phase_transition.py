@@ -16,18 +16,20 @@ from typing import Any
 import jax
 import numpy as np
 
+from .. import plotting
 from ..experiments import phase_transition as pt
 from ..reproduce import Reproduction, register, save_figure
+from ..scales import PhaseTransition
 
 SEED = 0
 
 
-def _pieces(settings) -> list[dict[str, Any]]:
+def _pieces(settings: PhaseTransition) -> list[dict[str, Any]]:
     return [{"activation": a, "n": int(n), "d": int(d)}
             for a in settings.activations for n in settings.n_values for d in settings.ds]
 
 
-def _compute(piece, settings) -> dict[str, Any]:
+def _compute(piece, settings: PhaseTransition) -> dict[str, Any]:
     out = pt.fit_column(piece["activation"], piece["n"], piece["d"], settings.ks, trials=settings.trials,
                         lr=pt.PAPER_STEP_SIZES[piece["activation"]], max_iters=settings.max_iters,
                         tol=settings.tol, key=jax.random.key(SEED), chunk=settings.chunk,
@@ -35,7 +37,7 @@ def _compute(piece, settings) -> dict[str, Any]:
     return {k: np.asarray(v).tolist() for k, v in out.items()}
 
 
-def _assemble(settings, pieces, results) -> dict[str, Any]:
+def _assemble(settings: PhaseTransition, pieces, results) -> dict[str, Any]:
     ks, ds = list(settings.ks), list(settings.ds)
     success: dict[str, dict[str, list]] = {}
     iterations: dict[str, dict[str, list]] = {}
@@ -61,8 +63,6 @@ def _assemble(settings, pieces, results) -> dict[str, Any]:
 
 def plot_panels(result: dict[str, Any], axes=None):
     """Heat maps of the success probability (k vertical, d horizontal) with the curve kd = n."""
-    from .. import plotting
-
     acts, ns = result["activations"], result["n_values"]
     ks, ds = np.asarray(result["ks"]), np.asarray(result["ds"])
     if axes is None:
