@@ -379,8 +379,8 @@ def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarr
     """Lemma F.3: ‖α⁽ˡ⁾(W)‖ against its bound, printed and corrected, at W₀ and on spheres ‖W − W₀‖ = R.
 
     Settings: ``activations``, ``depths``, ``widths``, ``seeds``, ``input_dim``, ``radii``, ``sphere_points``.
-    Float64 MLPs (:func:`ntkbook.models.mlp`, NTK parameterization, v trained), input x with ‖x‖ = √d
-    (:func:`unit_scale_input`) and C_x = max_i|x_i|; Assumption F.1 holds with the measured
+    Float64 MLPs (:func:`ntkbook.models.dense.mlp`, NTK parameterization, v trained), input x with ‖x‖ = √d
+    (:func:`ntkbook.data.sphere.unit_scale_input`) and C_x = max_i|x_i|; Assumption F.1 holds with the measured
     c₀ = max_{l ≤ L+1} ‖W₀⁽ˡ⁾‖/√m (v included).  Rows ``input`` = "x": every (activation, L, m, seed, point,
     layer); rows ``input`` = "0": the input x = 0 (C_x = 0) at W₀, where α⁽¹⁾ = σ(0)𝟙 and ‖α⁽¹⁾‖ = √m|σ(0)|
     (only for activations with σ(0) ≠ 0).  The weights of one (L, m, seed) are shared by all activations.
@@ -455,7 +455,8 @@ def activation_tails(settings: HiddenLayers, key: Array) -> dict[str, np.ndarray
 
     Given α⁽ˡ⁻¹⁾, the pre-activations α̃_i⁽ˡ⁾ = Σ_k W_ik⁽ˡ⁾α_k⁽ˡ⁻¹⁾/√m_{l−1} are i.i.d. 𝒩(0, s_l²) over i with
     s_l = ‖α⁽ˡ⁻¹⁾‖/√m_{l−1} (W⁽ˡ⁾ is independent of the earlier layers).  Hence, exactly,
-    P(|α_i⁽ˡ⁾| ≥ t | α⁽ˡ⁻¹⁾) = :func:`activation_tail_probability`(σ, s_l, t), which the proof (App. I.5) bounds by
+    P(|α_i⁽ˡ⁾| ≥ t | α⁽ˡ⁻¹⁾) equals :func:`activation_tail_probability` at (σ, s_l, t), which the proof
+    (App. I.5) bounds by
     P(𝖫_σ|α̃_i| ≥ ln m) ≤ 2exp(−ln²m/(2𝖫_σ²s_l²)) for t = ln m + |σ(0)|.
 
     Settings: ``activations``, ``depths``, ``widths``, ``seeds``, ``input_dim`` (the networks of

@@ -172,7 +172,7 @@ def bottleneck_network(width: int, bottleneck_width: int) -> MLP:
 
 
 def _config(widths: tuple[int, ...], activation: Any) -> MLP:
-    """The model object of :func:`ntkbook.models.mlp` without drawing its weights (shapes only)."""
+    """The model object of :func:`ntkbook.models.dense.mlp` without drawing its weights (shapes only)."""
     return jax.eval_shape(lambda k: mlp(k, widths, input_dim=1, output_dim=3, activation=activation,
                                         use_bias=True)[0], jax.random.key(0))
 
@@ -188,7 +188,7 @@ def output_maps(width: int) -> dict[str, Any]:
 def init_params(model: MLP, seeds: Sequence[int], *, salt: int) -> PyTree:
     """Parameters of ``model`` for each seed, stacked on a leading axis (all N(0, 1)).
 
-    The pytree is that of :func:`ntkbook.models.mlp` with the same distribution (every weight and
+    The pytree is that of :func:`ntkbook.models.dense.mlp` with the same distribution (every weight and
     bias N(0, 1), the NTK parameterization); the numbers come from one standard normal vector per
     run, split into the tensors.
 
