@@ -2,9 +2,10 @@
 
 ``make test`` runs this before pytest (``python tests/execute_chapters.py _build/test-executed``); the
 tests then use the executed copies three ways: ``tests/test_book.py`` checks each chapter's claims
-ledger and renders the book from these outputs (execution off), and nbval re-executes the same
-executed notebooks (``pytest _build/test-executed/book --nbval-lax``) comparing the outputs of the
-cells tagged ``nbval-check-output`` (the check cells) with the outputs papermill stored.  Run on its own,
+ledger and renders the book from these outputs (execution off), and nbval re-executes executed
+notebooks (``pytest _build/test-executed/book/<stem>.ipynb --nbval-lax``: one chapter in ``make test``,
+every chapter in ``make test-determinism``) comparing the outputs of the cells tagged
+``nbval-check-output`` (the check cells) and the claims ledger with what papermill stored.  Run on its own,
 ``tests/test_book.py`` calls :func:`execute_all` itself into a temporary directory.
 
 Layout of ``OUT``::

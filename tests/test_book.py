@@ -6,8 +6,8 @@ The chapters are executed by ``tests/execute_chapters.py`` — by ``make test`` 
 chapter must run to the end with its own claims ledger: at least one claim, none failed (``inconclusive``
 is allowed at ci scale), every one at ci scale; every captioned figure cell shows exactly one figure.
 The book is then built from the executed copies (execution off: nothing runs a second time here) with
-warnings as errors.  nbval re-executes the same executed notebooks in the same pytest run and compares
-their check cells' outputs (see the Makefile).
+warnings as errors.  nbval re-executes executed notebooks in the same pytest run (one chapter in
+``make test``, all in ``make test-determinism``) and compares their check cells' outputs (see the Makefile).
 
 Every page of ``_toc.yml`` is opened at 1280 px (a laptop with both sidebars) and at 390 px (a phone)
 and read by ``tests/reader.py``: nothing runs past the text column except inside a box that scrolls;
