@@ -9,7 +9,7 @@ skipped for JAX tracers, so the functions stay usable under ``jit`` and ``vmap``
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -163,3 +163,31 @@ def numpy_array(
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} contains non-finite values (nan or inf)")
     return arr.astype(np.float64)
+
+
+def settings(name: str, value: Any, cls: type) -> Any:
+    """Return ``value`` if it is an instance of the typed settings ``cls`` (:func:`ntkbook.scales.get`)."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be the {cls.__name__} settings (ntkbook.scales.get), got {type(value).__name__}")
+    return value
+
+
+def fields(name: str, value: Any, keys: Iterable[str]) -> Mapping:
+    """Return ``value`` if it is a mapping holding every key of ``keys`` (the result of an experiment)."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping (a result dictionary), got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} lacks the field(s) {', '.join(map(repr, missing))}")
+    return value
+
+
+def records(name: str, value: Any, keys: Iterable[str]) -> list[Mapping]:
+    """Return ``value`` as a list if it is a non-empty sequence of mappings, each holding every key of
+    ``keys`` (the rows of an experiment's table)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of rows (mappings), got {type(value).__name__}")
+    if len(value) == 0:
+        raise ValueError(f"{name} must hold at least one row, got none")
+    keys = tuple(keys)
+    return [fields(f"{name}[{i}]", row, keys) for i, row in enumerate(value)]

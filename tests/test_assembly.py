@@ -338,3 +338,71 @@ def test_two_layer_network_is_an_assembly():
     assert res["output_difference"] < 1e-13
     assert res["max_hessian_difference"] < 1e-12
     assert res["max_abs_cos_between_neurons"] == 0.0
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's one-call entry points: the same numbers as the functions they combine
+# ---------------------------------------------------------------------------------------------
+
+
+def test_sub_model_means_per_family_with_the_exact_mean():
+    settings = scales.get("assembly_theorem1", "ci").replace(widths=(10, 300), hidden=2)
+    x = _x(14)
+    means = ea.sub_model_means(settings, x, jax.random.key(3))
+    assert tuple(means) == asm.FAMILIES
+    for f, r in means.items():
+        assert {k: r[k] for k in ("mean", "sd", "se")} == ea.sub_model_mean(f, x, 300, jax.random.key(3), 2)
+    # E[g] = 0 for the odd families, E[½(aᵀx̂)²] = ½ for the square (aᵀx̂ ~ N(0, 1) when ‖x‖ = √d)
+    assert {f: r["exact"] for f, r in means.items()} == {"neuron": 0.0, "mlp": 0.0, "square": 0.5}
+
+
+def test_smoothness_by_family_is_smoothness_of_each_family():
+    settings = scales.get("assembly_smoothness", "ci").replace(samples=64, starts=2, steps=5)
+    x = _x(15)
+    out = ea.smoothness_by_family(settings, x, jax.random.key(1))
+    assert tuple(out) == asm.FAMILIES
+    for f in asm.FAMILIES:
+        one = ea.smoothness(asm.get_family(f, "tanh", settings.hidden), x, settings.radius, key=jax.random.key(1),
+                            samples=64, starts=2, steps=5)
+        assert out[f] == pytest.approx(one, nan_ok=True)
+    assert out["square"]["beta"] == pytest.approx(1.0, rel=1e-12)  # H_g = x̂x̂ᵀ, ‖x̂‖ = 1
+
+
+def test_lemma2_first_m_and_z_scores():
+    assert ea.lemma2_first_m() == 13 == math.ceil(ea.lemma2_threshold())
+    assert ea.lemma2_bound(ea.lemma2_first_m() - 1) == 1.0
+    with pytest.raises(ValueError, match="stays at 1"):
+        ea.lemma2_first_m(limit=13)
+    freq = {"frequency": np.array([0.10, 0.0, 0.5]), "exact": np.array([0.12, 1e-6, 0.5]),
+            "standard_error": np.array([0.01, 1e-5, 0.02]), "draws": np.array([1000, 1000, 1000])}
+    # |Δ|/se = 2; where se < 1/draws the unit is 1/draws: 1e-6/1e-3 = 1e-3; a match is 0
+    np.testing.assert_allclose(ea.lemma2_z_scores(freq), [2.0, 1e-3, 0.0], rtol=1e-12)
+
+
+def test_network_median_max_ratios_uses_the_settings():
+    settings = scales.get("assembly_assumption1", "ci").replace(network_widths=(8, 16), depth=2, runs=1)
+    x, _ = digits.two_classes((3, 8), 2)
+    a = ea.network_median_max_ratios(settings, x, jax.random.key(0))
+    b = ea.median_max_ratios((8, 16), 2, x, jax.random.key(0), runs=1)
+    assert a.keys() == b.keys()
+    for k in a:
+        np.testing.assert_array_equal(a[k], b[k])
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda: ea.sub_model_means(scales.get("assembly_smoothness", "ci"), _x(14), jax.random.key(0)),
+     TypeError, "AssemblyTheorem1 settings"),
+    (lambda: ea.smoothness_by_family(scales.get("assembly_theorem1", "ci"), _x(14), jax.random.key(0)),
+     TypeError, "AssemblySmoothness settings"),
+    (lambda: ea.network_median_max_ratios({"network_widths": (8,)}, _x(14)[None], jax.random.key(0)),
+     TypeError, "AssemblyAssumption1 settings"),
+    (lambda: ea.lemma2_first_m(limit=2), ValueError, "limit must be an integer >= 3"),
+    (lambda: ea.lemma2_first_m(limit=20.0), TypeError, "limit must be an integer"),
+    (lambda: ea.lemma2_z_scores({"frequency": np.zeros(2), "exact": np.zeros(2)}), ValueError,
+     "frequency lacks the field.*'standard_error'"),
+    (lambda: ea.lemma2_z_scores(np.zeros(2)), TypeError, "frequency must be a mapping"),
+], ids=["means settings", "smoothness settings", "ratios settings", "first m limit", "first m float",
+        "z fields", "z mapping"])
+def test_chapter_entry_points_reject_bad_input(call, error, message):
+    with pytest.raises(error, match=message):
+        call()

@@ -220,3 +220,133 @@ def test_delta_separated_lambda_agrees_with_monte_carlo():
     tol = 6 * float(np.linalg.norm(mc.stderr))
     assert abs(cov.lambda_min(mc.mean) - lam["lam"][circ][0]) <= tol
     assert tol < 0.2 * lam["lam"][circ][0]  # the test has power: the error bar is well below λ(X)
+
+
+# --------------------------------------------------------------------------------------------- the chapter's checks
+
+
+def test_sigma_min_route_gaps_skip_the_a_b_rows():
+    rows = [{"r": "A∗B", "σ_min SVD": float("nan"), "σ_min Gram": float("nan")},
+            {"r": 1, "σ_min SVD": 0.5, "σ_min Gram": 0.25}, {"r": 2, "σ_min SVD": 0.1, "σ_min Gram": 0.3}]
+    assert ek.sigma_min_route_gaps(rows) == pytest.approx([0.25, 0.2], rel=1e-15)
+    real = ek.identity_errors(scales.get("kr_identity", "ci").replace(shapes=[(6, 3)], orders=(1, 2)),
+                              jax.random.key(0))
+    assert len(ek.sigma_min_route_gaps(real)) == 2 and max(ek.sigma_min_route_gaps(real)) < 1e-7
+
+
+def test_sphere_checks_on_sphere_data_and_planted_violations():
+    out = ek.sphere_regimes(scales.get("kr_sphere", "ci").replace(ds=(6,), fractions=(0.3, 1.5), seeds=2),
+                            jax.random.key(0))
+    norm = ek.sphere_norm_checks(out)
+    assert norm["lower"] and norm["upper"] and 1.0 <= norm["max_ratio"] < 2.0
+    wide = out["n"] >= 2 * out["d"]
+    assert norm["max_ratio"] == pytest.approx(np.max(out["norm"][wide] / np.sqrt(out["n"][wide] / out["d"][wide])))
+    assert not ek.sphere_norm_checks(out, upper=0.5 * norm["max_ratio"])["upper"]
+    assert not ek.sphere_norm_checks(out | {"norm": 0.99 * np.sqrt(out["n"] / out["d"])})["lower"]  # ‖X‖² < n/d
+    rank = ek.rank_deficiency_checks(out)
+    above = out["n"] > out["D"]
+    assert rank["ok"] and rank["samples"] == int(above.sum()) > 0
+    assert rank["max_abs_lambda_min"] <= rank["resolution"]
+    planted = out | {"lambda_min_raw": np.where(above, 1.0, out["lambda_min_raw"])}
+    assert not ek.rank_deficiency_checks(planted)["ok"]
+    mp = np.where(out["n"] == out["d"], 0.0, out["mp"])  # (1 − √(n/D))² = 0 planted where n = d
+    ratio = ek.marchenko_pastur_ratio(out | {"mp": mp})
+    assert ratio.shape == out["n"].shape and np.all(np.isnan(ratio[mp == 0])) and np.any(mp == 0)
+    np.testing.assert_allclose(ratio[mp > 0], out["sigma2"][mp > 0] / mp[mp > 0], rtol=1e-15)
+
+
+def test_hermite_checks():
+    herm = ek.hermite_table(("relu", "quadratic", "softplus", "tanh"), 4)
+    h = ek.hermite_checks(herm)
+    assert h["mu_relu_squared_is_1_over_2pi"]  # μ_ReLU = 1/√(2π)·... exactly, App. H
+    assert float(h["mu_relu"]) ** 2 == pytest.approx(1 / (2 * math.pi), rel=1e-14)
+    assert h["mu_softplus"] == pytest.approx(0.207, abs=5e-4) and abs(h["mu_tanh"]) < 1e-12
+    assert 0 <= h["quadrature_error"] < 1e-12
+
+
+def test_lemma_6_4_checks_on_rows_and_planted_failures():
+    first, second = "margin (μ̃²11ᵀ+μ²G)⊙G", "margin μ²G⊙G"
+
+    def row(activation, m1, m2, lam, bound, tol=1e-9):
+        return {"activation": activation, first: m1, second: m2, "tolerance": tol, "λ(X)": lam,
+                "μ²σ²_min(X∗X)": bound, "ratio": lam / bound}
+
+    rows = [row("softplus", 0.1, 0.2, 0.5, 0.25), row("quadratic", 0.0, -5e-10, 0.3, 0.3)]
+    c = ek.lemma_6_4_checks(rows)
+    assert c["psd"] and c["eigenvalue"] and c["tight"]
+    assert c["min_margin"] == -5e-10 and c["max_tolerance"] == 1e-9
+    assert c["min_ratio"] == 1.0 and c["max_abs_margin"] == 5e-10
+    assert not ek.lemma_6_4_checks([*rows, row("relu", -1e-6, 0.1, 0.5, 0.25)])["psd"]
+    assert not ek.lemma_6_4_checks([*rows, row("relu", 0.1, 0.1, 0.2, 0.25)])["eigenvalue"]
+    assert not ek.lemma_6_4_checks([*rows, row("quadratic", 0.0, 1e-3, 0.3, 0.3)])["tight"]
+    real = ek.quadratic_reduction(scales.get("lemma_6_4", "ci").replace(shapes=((8, 4),)), jax.random.key(0))
+    c = ek.lemma_6_4_checks(real)
+    assert c["psd"] and c["eigenvalue"]
+
+
+def test_hermite_bound_checks():
+    settings = scales.get("hermite_bounds", "ci").replace(d=3, ns=(4, 8), orders=(0, 1, 2))
+    h1, h2 = ek.hermite_bound_sweeps(settings, jax.random.key(5))
+    assert tuple(h1) == ("softplus", "relu", "tanh") and not h1["relu"]["output"] and h2["output"]
+    np.testing.assert_array_equal(h2["orders"], [1, 2])
+    np.testing.assert_array_equal(h1["tanh"]["bounds"],
+                                  ek.higher_order_sweep(settings, jax.random.key(5), activation="tanh")["bounds"])
+    c = ek.hermite_bound_checks([*h1.values(), h2], late=h1["softplus"])
+    excess = max(float(np.max(h["bounds"] - h["lam"][:, None] - h["tolerance"][:, None]))
+                 for h in [*h1.values(), h2])
+    assert c["worst_excess"] == excess <= 0.0 and c["zero_beyond"]
+    past = h1["softplus"]["n"] > 6  # d(d+1)/2 = 6 for d = 3
+    np.testing.assert_array_equal(c["best_r_late"], h1["softplus"]["best_r"][past])
+    planted = h1["relu"] | {"bounds": h1["relu"]["bounds"] + 1.0}
+    assert not ek.hermite_bound_checks([planted], late=h1["softplus"])["zero_beyond"]
+    assert ek.hermite_bound_checks([planted], late=h1["softplus"])["worst_excess"] > 0
+
+
+def test_schur_checks_and_their_tolerance():
+    settings = scales.get("schur", "ci").replace(n=6, pairs=10)
+    out = ek.schur_pairs(settings, jax.random.key(0))
+    tol = ek.schur_tolerance(out, 6)
+    np.testing.assert_allclose(tol, 16 * 6 * ek.EPS * np.abs(out["upper"]), rtol=1e-15)
+    c = ek.schur_checks(out, 6)
+    assert c["holds"] and c["tight"] and c["pairs"] == 30 and c["max_gap"] <= np.max(tol)
+    assert not ek.schur_checks(out | {"lmax_AB": out["upper"] * 1.01}, 6)["tight"]
+    assert not ek.schur_checks(out | {"lmin_AB": out["lower"] - 1.0}, 6)["holds"]
+
+
+def test_check_helpers_reject_bad_input():
+    with pytest.raises(TypeError, match="identity must be a sequence of rows"):
+        ek.sigma_min_route_gaps({"r": 1})
+    with pytest.raises(ValueError, match="identity must hold at least one row"):
+        ek.sigma_min_route_gaps([])
+    with pytest.raises(ValueError, match=r"identity\[0\] lacks the field"):
+        ek.sigma_min_route_gaps([{"r": 1, "σ_min SVD": 0.1}])
+    with pytest.raises(ValueError, match=r"sph lacks the field.*'mp'"):
+        ek.marchenko_pastur_ratio({"sigma2": np.ones(2)})
+    sph = {"norm": np.ones(2), "n": np.array([4, 8]), "d": np.array([2, 2])}
+    with pytest.raises(ValueError, match="upper must be a finite number > 0"):
+        ek.sphere_norm_checks(sph, upper=0.0)
+    with pytest.raises(ValueError, match="rtol must be a finite number >= 0"):
+        ek.sphere_norm_checks(sph, rtol=-1e-12)
+    # no draw with n ≥ 2d: the upper fact has nothing to hold on, so it is not claimed
+    narrow = ek.sphere_norm_checks(sph | {"n": np.array([2, 3])})
+    assert not narrow["upper"] and math.isnan(narrow["max_ratio"])
+    none_above = ek.rank_deficiency_checks({"n": np.array([2]), "D": np.array([3]),
+                                            "lambda_min_raw": np.array([0.1]), "resolution": np.array([1e-15])})
+    assert not none_above["ok"] and none_above["samples"] == 0 and math.isnan(none_above["max_abs_lambda_min"])
+    with pytest.raises(ValueError, match="quadratic activation"):
+        ek.hermite_checks(ek.hermite_table(("relu",), 2))
+    with pytest.raises(ValueError, match="l64 must hold at least one row"):
+        ek.lemma_6_4_checks([])
+    with pytest.raises(TypeError, match="HermiteBounds settings"):
+        ek.hermite_bound_sweeps(scales.get("schur", "ci"), jax.random.key(0))
+    with pytest.raises(ValueError, match="order r >= 1"):
+        ek.hermite_bound_sweeps(scales.get("hermite_bounds", "ci").replace(orders=(0,)), jax.random.key(0))
+    with pytest.raises(ValueError, match="late lacks the field"):
+        ek.hermite_bound_checks([{k: None for k in ("n", "orders", "rank_limits", "bounds", "lam", "tolerance")}],
+                                late={"n": np.ones(1)})
+    schur = {"kind": np.array(["random"]), "lmin_AB": np.ones(1), "lower": np.ones(1), "lmax_AB": np.ones(1),
+             "upper": np.ones(1)}
+    with pytest.raises(ValueError, match="n must be an integer >= 1"):
+        ek.schur_tolerance(schur, 0)
+    with pytest.raises(ValueError, match="tight families"):
+        ek.schur_checks(schur, 4)

@@ -162,3 +162,75 @@ def test_numpy_generator_is_a_function_of_the_key():
     np.testing.assert_array_equal(a, numpy_generator(jax.random.key(3)).standard_normal(5))
     assert not np.allclose(a, numpy_generator(jax.random.key(4)).standard_normal(5))
     assert not np.allclose(a, numpy_generator(jax.random.fold_in(jax.random.key(3), 1)).standard_normal(5))
+
+
+def _geometric_run(k, q, thm_rate, r0=2.0, steps=30):
+    """A synthetic GD run whose residual contracts by q per step and whose distance is 1 − q^τ."""
+    tau = np.arange(steps)
+    return {"k": k, "residual": r0 * q**tau, "thm_rate": thm_rate, "thm_dist_coef": 0.5,
+            "distance": 1.0 - q**tau, "linearized_residual": r0 * q**tau * (1 + 0.01 * (tau == 3)),
+            "late_contraction": 1 - q, "linearized_late_contraction": 1 - q + 1e-4, "eta": 0.1,
+            "kernel_change_late": 0.01}
+
+
+def test_gd_checks_on_geometric_runs():
+    runs = [_geometric_run(10, 0.9, 0.95), _geometric_run(20, 0.8, 0.95)]
+    g = mo.gd_checks(runs)
+    # ‖r_τ‖/(0.95^τ‖r₀‖) = (q/0.95)^τ is largest at τ = 1: 0.9/0.95
+    assert g["envelope"] == pytest.approx(0.9 / 0.95, rel=1e-14)
+    # (½(1 − q^τ) + 2q^τ)/2 = ¼ + ¾q^τ, largest at τ = 1
+    assert g["distance"] == pytest.approx(0.25 + 0.75 * 0.9, rel=1e-14)
+    assert g["k"] == [10, 20]
+    np.testing.assert_allclose(g["deviation"], [0.01 * 0.9**3, 0.01 * 0.8**3], rtol=1e-12)
+    assert g["rate_gap"] == pytest.approx([1e-4, 1e-4], rel=1e-9)
+    assert g["rate_allowance"] == pytest.approx([1e-3, 1e-3], rel=1e-14)
+
+
+def test_theorem_rate_gap_allowance_sums_three_effects():
+    run = {"eta": 0.5, "y_norm": 4.0, "n": 8, "lambda_x": 0.1, "linearized_rate": 0.85,
+           "kernel_change_late": 0.02, "linearized_late_contraction": 0.16}
+    base = 0.5 * 16 / 8 * 0.1  # η‖v‖²λ(X) = 0.1
+    expected = (abs(0.15 - base) + 0.5 * 0.02 + (0.16 - 0.15)) / base
+    assert mo.theorem_rate_gap_allowance(run) == pytest.approx(expected, rel=1e-12)
+    assert expected == pytest.approx(0.7, rel=1e-12)
+
+
+def test_sgd_epoch_ratio():
+    result = {"epochs_recorded": np.array([1.0, 2.0, 3.0]),
+              "fast": {"residual2": np.array([[2.0, 1.0, 0.5], [4.0, 1.0, 1.5]])},
+              "gd_residual2": np.array([9.0, 3.0, 1.0, 0.5])}
+    np.testing.assert_allclose(mo.sgd_epoch_ratio(result), [1.0, 1.0, 2.0], rtol=1e-15)
+
+
+def test_gd_sweeps_and_initial_misfits_per_activation():
+    # n ≤ d(d+1)/2 = 10, so σ_min(X∗X) > 0 and the theorem's constants exist
+    gd = scales.get("gd_moderate", "ci").replace(n=6, d=4, widths=(20,), steps=40, activations=("softplus", "relu"))
+    runs = mo.gd_sweeps(gd, jax.random.key(11))
+    assert tuple(runs) == ("softplus", "relu")
+    one = mo.gd_sweep(gd, jax.random.key(11), activation="relu")
+    np.testing.assert_array_equal(runs["relu"][0]["residual"], one[0]["residual"])
+    g = mo.gd_checks(runs["softplus"])
+    assert g["envelope"] <= 1.0 and g["distance"] <= 1.0 + 1e-12  # Theorem 2.1 at its own step size
+    cfg = scales.get("initial_misfit", "ci").replace(n=8, d=4, k=10, draws=500, batch=500, deltas=(0.5,),
+                                                     activations=("softplus", "relu"))
+    mis = mo.initial_misfits(cfg, jax.random.key(14))
+    assert tuple(mis) == ("softplus", "relu")
+    np.testing.assert_array_equal(mis["relu"]["misfit"],
+                                  mo.initial_misfit(cfg, jax.random.key(14), activation="relu")["misfit"])
+
+
+def test_chapter_entry_points_reject_bad_input():
+    with pytest.raises(TypeError, match="GdModerate settings"):
+        mo.gd_sweeps(scales.get("initial_misfit", "ci"), jax.random.key(0))
+    with pytest.raises(TypeError, match="InitialMisfit settings"):
+        mo.initial_misfits(scales.get("gd_moderate", "ci"), jax.random.key(0))
+    with pytest.raises(ValueError, match="runs must hold at least one row"):
+        mo.gd_checks([])
+    with pytest.raises(ValueError, match=r"runs\[0\] lacks the field.*'thm_rate'"):
+        mo.gd_checks([{"k": 10, "residual": np.ones(3)}])
+    with pytest.raises(ValueError, match=r"run lacks the field.*'lambda_x'"):
+        mo.theorem_rate_gap_allowance({"eta": 0.1})
+    with pytest.raises(TypeError, match="result must be a mapping"):
+        mo.sgd_epoch_ratio([1.0])
+    with pytest.raises(ValueError, match=r"result\['fast'\] lacks the field"):
+        mo.sgd_epoch_ratio({"epochs_recorded": np.ones(1), "fast": {}, "gd_residual2": np.ones(2)})

@@ -245,3 +245,57 @@ def test_frame_limit_piece_against_autodiff_cosines():
     ref = np.linalg.eigvalsh(g / d[:, None] / d[None, :]).max()
     assert float(table["λ_max(C)"].iloc[0]) == pytest.approx(ref, rel=1e-4)
 
+
+
+def test_clt_predictions_vectorize_clt_prediction():
+    widths = np.array([128, 256, 10**6])
+    pred = eo.clt_predictions(widths, extra_inputs=64)
+    assert pred.shape == (3,) and pred.dtype == np.float64
+    np.testing.assert_array_equal(pred, [eo.clt_prediction(int(m), extra_inputs=64) for m in widths])
+    # without extra inputs √m·E|cos| is the constant c at every width; the input only dilutes it
+    np.testing.assert_allclose(eo.clt_predictions(widths) * np.sqrt(widths), eo.clt_prediction(), rtol=1e-12)
+    assert np.all(pred < eo.clt_predictions(widths))
+
+
+def test_layer_cosines_reads_each_network_kind():
+    # a synthetic assembled result: 2 widths × 3 runs × 4 layers, value = width + run/10 + layer/100
+    def grid(widths, offset=0.0):
+        return [[[m + r / 10 + layer / 100 + offset for layer in range(4)] for r in range(3)] for m in widths]
+
+    result = {"widths": [8, 16], "mean_abs_cos_by_layer": grid([8, 16]),
+              "mean_abs_cos_init_by_layer": grid([8, 16], 0.5),
+              "bottleneck_widths": [2, 4], "bottleneck_mean_abs_cos_by_layer": grid([2, 4]),
+              "bottleneck_mean_abs_cos_init_by_layer": grid([2, 4], 0.5)}
+    fc = eo.layer_cosines(result)
+    assert fc.after.shape == fc.init.shape == (2, 3, 4)
+    np.testing.assert_array_equal(fc.widths, [8, 16])
+    np.testing.assert_array_equal(fc.m, [8, 8, 8, 16, 16, 16])  # pairs with after[:, :, l].ravel()
+    assert fc.after[1, 2, 3] == pytest.approx(16.23) and fc.init[0, 0, 0] == pytest.approx(8.5)
+    np.testing.assert_array_equal(np.floor(fc.after[:, :, 1].ravel()), fc.m)
+    bott = eo.layer_cosines(result, "bottleneck")
+    np.testing.assert_array_equal(bott.m, [2, 2, 2, 4, 4, 4])
+    with pytest.raises(ValueError):
+        eo.layer_cosines(result, "resnet")
+
+
+def test_layer_cosines_of_a_sweep():
+    result = eo.orthogonality_sweep(SETTINGS, kinds=("fc",))
+    cos = eo.layer_cosines(result)
+    assert cos.after.shape == (len(SETTINGS.widths), SETTINGS.runs, 3)
+    np.testing.assert_array_equal(cos.after[:, :, 0], 0.0)  # first-layer neurons: disjoint supports (Remark 4)
+    np.testing.assert_allclose(cos.after.mean(axis=2), np.asarray(result["mean_abs_cos"]), rtol=1e-6)
+
+
+def test_clt_predictions_and_layer_cosines_reject_bad_input():
+    with pytest.raises(ValueError, match="non-empty one-dimensional"):
+        eo.clt_predictions([])
+    with pytest.raises(ValueError, match="non-empty one-dimensional"):
+        eo.clt_predictions([[8, 16]])
+    with pytest.raises(ValueError, match=r"widths\[0\] must be an integer >= 1"):
+        eo.clt_predictions([0, 8])
+    with pytest.raises(TypeError, match=r"widths\[0\] must be an integer"):
+        eo.clt_predictions([8.5])
+    with pytest.raises(ValueError, match=r"result lacks the field.*'bottleneck_widths'"):
+        eo.layer_cosines({"widths": [8]}, "bottleneck")
+    with pytest.raises(TypeError, match="result must be a mapping"):
+        eo.layer_cosines([1, 2])

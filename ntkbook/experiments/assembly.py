@@ -49,7 +49,7 @@ from ..models.assembly import Assembly, SubModelFamily
 from ..progress import progress
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
-from ..scales import AssemblyAssumption1, AssemblyTheorem1
+from ..scales import AssemblyAssumption1, AssemblySmoothness, AssemblyTheorem1
 
 Array = jax.Array
 HIGHEST = jax.lax.Precision.HIGHEST
@@ -287,6 +287,28 @@ def smoothness(family: SubModelFamily, x: Any, radius: float, *, key: Array | No
             "beta": numerical if closed is None else closed}
 
 
+def smoothness_by_family(settings: AssemblySmoothness, x: Any, key: Array) -> dict[str, dict[str, float]]:
+    """:func:`smoothness` of every family of ``ntkbook.models.assembly.FAMILIES`` (tanh, ``settings.hidden``
+    hidden units for the tiny MLP) over D_R with R = ``settings.radius``, each search from the same ``key``.
+
+    Args:
+        settings: the ``assembly_smoothness`` sizes (radius, hidden, samples, starts, steps).
+        x: one input, shape (d,).
+        key: PRNG key of the random search.
+
+    Returns:
+        family name → ``{"numerical", "closed_form", "beta"}`` (see :func:`smoothness`), in the order of
+        ``FAMILIES``.
+
+    Raises:
+        TypeError: if ``settings`` is not the ``AssemblySmoothness`` settings (``ntkbook.scales``).
+    """
+    V.settings("settings", settings, AssemblySmoothness)
+    return {f: smoothness(asm.get_family(f, "tanh", settings.hidden), x, settings.radius, key=key,
+                          samples=settings.samples, starts=settings.starts, steps=settings.steps)
+            for f in asm.FAMILIES}
+
+
 def _norm_at(family, x, q_basis, u):
     k = family.first_layer_rows
     w = _params_from_reduced(family, x, u[:k], u[k:])
@@ -467,6 +489,31 @@ def sub_model_mean(family: str, x: Any, m: int, key: Array, hidden: int = 3) -> 
     return {"mean": float(g.mean()), "sd": float(g.std(ddof=1)), "se": float(g.std(ddof=1) / math.sqrt(m))}
 
 
+def sub_model_means(settings: AssemblyTheorem1, x: Any, key: Array) -> dict[str, dict[str, float]]:
+    """:func:`sub_model_mean` of every family over m = max(``settings.widths``) fresh sub-models (the largest
+    assembly of the Theorem 1 sweep), each family drawn from the same ``key``, with the exact mean.
+
+    The exact mean of g(w_{i,0}; x) under the initialization: 0 for the families of mean zero (an odd
+    activation times a symmetric outer weight), and E[½z²] = ½ for the square, z = aᵀx̂ ~ N(0, 1) when
+    ‖x‖ = √d.
+
+    Args:
+        settings: the ``assembly_theorem1`` sizes (widths, hidden).
+        x: one input, shape (d,), with ‖x‖ = √d.
+        key: PRNG key of the sub-models.
+
+    Returns:
+        family name → ``{"mean", "sd", "se", "exact"}``, in the order of ``FAMILIES``.
+
+    Raises:
+        TypeError: if ``settings`` is not the ``AssemblyTheorem1`` settings (``ntkbook.scales``).
+    """
+    V.settings("settings", settings, AssemblyTheorem1)
+    m = max(settings.widths)
+    return {f: sub_model_mean(f, x, m, key, settings.hidden)
+            | {"exact": 0.0 if asm.get_family(f).mean_zero else 0.5} for f in asm.FAMILIES}
+
+
 # ---------------------------------------------------------------------------------------------
 # Lemma 2: max of m Gaussians
 # ---------------------------------------------------------------------------------------------
@@ -499,6 +546,36 @@ def lemma2_bound_root() -> float:
     an independent check of :func:`lemma2_threshold`."""
     # log of the unclipped bound, decreasing for m > e
     return float(brentq(lambda m: math.log(2.0 * m) - 0.5 * math.log(m) ** 2, math.e, 1e3, xtol=1e-12))
+
+
+def lemma2_first_m(limit: int = 100) -> int:
+    """The first integer m ≥ 2 at which :func:`lemma2_bound` is below one, by evaluating it at
+    m = 2, 3, …, ``limit`` − 1 (an integer check of :func:`lemma2_threshold`: the answer is its ceiling, 13).
+
+    Raises:
+        TypeError, ValueError: if ``limit`` is not an integer ≥ 3, or the bound stays at one below it.
+    """
+    limit = V.positive_int("limit", limit, minimum=3)
+    for m in range(2, limit):
+        if lemma2_bound(m) < 1:
+            return m
+    raise ValueError(f"Lemma 2's bound stays at 1 for every m < {limit}")
+
+
+def lemma2_z_scores(frequency: Mapping[str, Any]) -> np.ndarray:
+    """How many binomial standard errors each measured frequency of :func:`lemma2_frequency` lies from the
+    exact probability: |frequency − exact| / max(standard_error, 1/draws), shape (len(widths),).
+
+    Where the exact probability is below 1/draws its standard error is below the resolution of the sample
+    (one event in ``draws``), so the resolution 1/draws is the unit there.
+
+    Raises:
+        TypeError, ValueError: if ``frequency`` is not a mapping with the fields ``frequency``, ``exact``,
+            ``standard_error`` and ``draws`` of :func:`lemma2_frequency`.
+    """
+    V.fields("frequency", frequency, ("frequency", "exact", "standard_error", "draws"))
+    return np.abs(frequency["frequency"] - frequency["exact"]) / np.maximum(
+        frequency["standard_error"], 1.0 / frequency["draws"])
 
 
 @partial(jax.jit, static_argnames=("rows", "m"))
@@ -568,6 +645,19 @@ def median_max_ratios(widths: Any, depth: int, x: Any, key: Array, runs: int = 1
                                    ("ratio", med[i] / mx[i]), ("median", med[i]), ("max", mx[i])):
                         out[k].append(val)
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+def network_median_max_ratios(settings: AssemblyAssumption1, x: Any, key: Array) -> dict[str, np.ndarray]:
+    """:func:`median_max_ratios` at the sizes of ``assembly_assumption1``: widths ``settings.network_widths``,
+    ``settings.depth`` hidden layers, ``settings.runs`` networks per width, inputs ``x`` of shape (n, d).
+
+    Returns the arrays of :func:`median_max_ratios` (one entry per width × run × layer × input).
+
+    Raises:
+        TypeError: if ``settings`` is not the ``AssemblyAssumption1`` settings (``ntkbook.scales``).
+    """
+    V.settings("settings", settings, AssemblyAssumption1)
+    return median_max_ratios(settings.network_widths, settings.depth, x, key, runs=settings.runs)
 
 
 def median_limits(depth: int, input_norm2_over_d: float = 1.0) -> np.ndarray:
@@ -687,12 +777,17 @@ __all__ = [
     "lemma2_bound",
     "lemma2_bound_root",
     "lemma2_exact",
+    "lemma2_first_m",
     "lemma2_frequency",
     "lemma2_threshold",
+    "lemma2_z_scores",
     "median_limits",
     "median_max_ratios",
+    "network_median_max_ratios",
     "smoothness",
+    "smoothness_by_family",
     "sub_model_mean",
+    "sub_model_means",
     "sub_model_remainder",
     "sub_model_worst",
     "theorem1_fits",

@@ -26,6 +26,7 @@ import jax
 import numpy as np
 from scipy import stats
 
+from .. import _validation as V
 from .. import activations as acts
 from .. import covariance as cov
 from .. import khatri_rao as kr
@@ -443,3 +444,231 @@ def delta_separated(settings: KrDeltaSeparated, key: Array) -> dict[str, np.ndar
     res = {k: np.asarray(v) for k, v in out.items()}
     res["bound"] = separation_bound(res["delta"], res["n"])
     return res
+
+
+# ---------------------------------------------------------------------------------------------
+# The numbers behind the chapter's checks (each claim's criterion is stated in the chapter)
+# ---------------------------------------------------------------------------------------------
+
+_IDENTITY_FIELDS = ("r", "σ_min SVD", "σ_min Gram")
+_HERMITE_FIELDS = ("function", "quadrature", "exact")
+_LEMMA_6_4_FIELDS = ("activation", "margin (μ̃²11ᵀ+μ²G)⊙G", "margin μ²G⊙G", "tolerance", "λ(X)",
+                     "μ²σ²_min(X∗X)", "ratio")
+_SWEEP_FIELDS = ("n", "orders", "rank_limits", "bounds", "lam", "tolerance")
+_SCHUR_FIELDS = ("kind", "lmin_AB", "lower", "lmax_AB", "upper")
+
+
+def sigma_min_route_gaps(identity: list[dict[str, Any]]) -> list[float]:
+    """|σ_min by SVD − σ_min by the Gram route| for every row of :func:`identity_errors` with a Khatri–Rao
+    power X^{∗r} (the A∗B rows have no σ_min), in the order of the rows.
+
+    Raises:
+        TypeError, ValueError: if ``identity`` is not a non-empty list of rows of :func:`identity_errors`.
+    """
+    rows = V.records("identity", identity, _IDENTITY_FIELDS)
+    return [abs(r["σ_min SVD"] - r["σ_min Gram"]) for r in rows if r["r"] != "A∗B"]
+
+
+def marchenko_pastur_ratio(sph: dict[str, np.ndarray]) -> np.ndarray:
+    """σ²_min(X∗X) / (1 − √(n/D))² for every draw of :func:`sphere_regimes`, shape (draws,); NaN where the
+    Marchenko–Pastur yardstick (1 − √(n/D))² is 0 (n = D).
+
+    Raises:
+        TypeError, ValueError: if ``sph`` is not a mapping with the fields ``sigma2`` and ``mp``.
+    """
+    V.fields("sph", sph, ("sigma2", "mp"))
+    return np.where(sph["mp"] > 0, sph["sigma2"] / np.maximum(sph["mp"], 1e-300), np.nan)
+
+
+def sphere_norm_checks(sph: dict[str, np.ndarray], *, upper: float = 2.0, rtol: float = 1e-12
+                       ) -> dict[str, Any]:
+    """The two facts about ‖X‖ for unit-norm rows that Corollary 2.2 uses, on every draw of
+    :func:`sphere_regimes` (arrays ``norm``, ``n``, ``d`` of shape (draws,)).
+
+    Returns:
+        ``lower``: ‖X‖² ≥ n/d·(1 − ``rtol``) on every draw — always true, since ‖X‖²_F = n and rank X ≤ d
+        (``rtol`` covers the rounding of the computed norm); ``upper``: ‖X‖ ≤ ``upper``·√(n/d) on every
+        draw with n ≥ 2d (concentration of a wide random matrix; False when there is no such draw);
+        ``max_ratio``: the largest ‖X‖/√(n/d) over the draws with n ≥ 2d (NaN when there is none).
+
+    Raises:
+        TypeError, ValueError: if ``sph`` lacks these fields, or ``upper`` ≤ 0 or ``rtol`` < 0.
+    """
+    V.fields("sph", sph, ("norm", "n", "d"))
+    upper = V.positive_float("upper", upper)
+    rtol = V.positive_float("rtol", rtol, allow_zero=True)
+    wide = sph["n"] >= 2 * sph["d"]
+    ratio = (sph["norm"] / np.sqrt(sph["n"] / sph["d"]))[wide]
+    return {"lower": bool(np.all(sph["norm"] ** 2 >= sph["n"] / sph["d"] * (1 - rtol))),
+            "upper": bool(wide.any() and np.all((sph["norm"] <= upper * np.sqrt(sph["n"] / sph["d"]))[wide])),
+            "max_ratio": float(np.max(ratio)) if ratio.size else float("nan")}
+
+
+def rank_deficiency_checks(sph: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Where n > D = d(d+1)/2, rank(X∗X) ≤ D < n, so λ_min((XXᵀ)^{⊙2}) must be 0 up to its floating-point
+    resolution (:func:`ntkbook.khatri_rao.gram_resolution`).  On the draws of :func:`sphere_regimes` with
+    n > D (arrays ``n``, ``D``, ``lambda_min_raw``, ``resolution`` of shape (draws,)):
+
+    Returns:
+        ``ok``: there is such a draw and |λ_min| ≤ resolution on every one; ``samples``: how many;
+        ``max_abs_lambda_min``: the largest |λ_min|; ``resolution``: the smallest resolution among them
+        (both NaN when there is no such draw).
+
+    Raises:
+        TypeError, ValueError: if ``sph`` lacks these fields.
+    """
+    V.fields("sph", sph, ("n", "D", "lambda_min_raw", "resolution"))
+    above = sph["n"] > sph["D"]
+    if not above.any():
+        return {"ok": False, "samples": 0, "max_abs_lambda_min": float("nan"), "resolution": float("nan")}
+    return {"ok": bool(np.all(np.abs(sph["lambda_min_raw"][above]) <= sph["resolution"][above])),
+            "samples": int(above.sum()),
+            "max_abs_lambda_min": float(np.abs(sph["lambda_min_raw"][above]).max()),
+            "resolution": float(sph["resolution"][above].min())}
+
+
+def hermite_checks(herm: list[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers behind the Appendix H facts the chapter checks, from :func:`hermite_table` and the
+    activation registry.
+
+    Returns:
+        ``mu_relu``: μ₀(ReLU') = μ_ReLU as a sympy expression, and ``mu_relu_squared_is_1_over_2pi``:
+        whether sympy simplifies μ_ReLU² − 1/(2π) to 0; ``mu_softplus``, ``mu_tanh``: μ_φ of softplus and
+        tanh (floats, :func:`ntkbook.activations.constants`); ``quadrature_error``: the largest
+        |quadrature − exact| over the coefficients of the quadratic activation and of its derivative
+        (polynomials: Gauss–Hermite quadrature is exact up to rounding).
+
+    Raises:
+        TypeError, ValueError: if ``herm`` is not a list of rows of :func:`hermite_table` that includes the
+            quadratic activation.
+    """
+    import sympy as sp  # imported on first use, as in ntkbook.activations: sympy takes a second to import
+
+    rows = V.records("herm", herm, _HERMITE_FIELDS)
+    errors = [np.abs(row["quadrature"] - row["exact"]).max() for row in rows
+              if row["function"] in ("quadratic", "quadratic'")]
+    if not errors:
+        raise ValueError("herm must include the rows of the quadratic activation (hermite_table(('quadratic', ...)))")
+    mu_relu = acts.hermite_symbolic("relu", 1, derivative=True)
+    return {"mu_relu": mu_relu, "mu_relu_squared_is_1_over_2pi": bool(sp.simplify(mu_relu**2 - 1 / (2 * sp.pi)) == 0),
+            "mu_softplus": acts.constants("softplus").mu, "mu_tanh": acts.constants("tanh").mu,
+            "quadrature_error": max(errors)}
+
+
+def lemma_6_4_checks(l64: list[dict[str, Any]]) -> dict[str, Any]:
+    """The three facts of Lemma 6.4 on the cases of :func:`quadratic_reduction`, each within the case's own
+    floating-point tolerance ``tol`` (route error and eigensolver backward error).
+
+    Returns:
+        ``psd``: both Loewner margins λ_min(Σ − (μ̃²11ᵀ+μ²G)⊙G) and λ_min(Σ − μ²G⊙G) are ≥ −tol on every
+        case (Eq. 6.4); ``min_margin``: the smallest of them; ``max_tolerance``: the largest tol;
+        ``eigenvalue``: λ(X) ≥ μ²σ²_min(X∗X) − tol on every case (Eq. 6.5); ``min_ratio``: the smallest
+        λ(X)/(μ²σ²_min(X∗X)); ``tight``: for the quadratic activation (Σ = μ²G⊙G exactly)
+        |margin of μ²G⊙G| ≤ tol on every case; ``max_abs_margin``: the largest such |margin|.
+
+    Raises:
+        TypeError, ValueError: if ``l64`` is not a list of rows of :func:`quadratic_reduction` that includes
+            the quadratic activation.
+    """
+    rows = V.records("l64", l64, _LEMMA_6_4_FIELDS)
+    first, second = "margin (μ̃²11ᵀ+μ²G)⊙G", "margin μ²G⊙G"
+    quadratic = [r for r in rows if r["activation"] == "quadratic"]
+    if not quadratic:
+        raise ValueError("l64 must include a case of the quadratic activation (the tight case of Lemma 6.4)")
+    return {"psd": all(r[first] >= -r["tolerance"] and r[second] >= -r["tolerance"] for r in rows),
+            "min_margin": min(min(r[first], r[second]) for r in rows),
+            "max_tolerance": max(r["tolerance"] for r in rows),
+            "eigenvalue": all(r["λ(X)"] >= r["μ²σ²_min(X∗X)"] - r["tolerance"] for r in rows),
+            "min_ratio": min(r["ratio"] for r in rows),
+            "tight": all(abs(r[second]) <= r["tolerance"] for r in quadratic),
+            "max_abs_margin": max(abs(r[second]) for r in quadratic)}
+
+
+def hermite_bound_sweeps(settings: HermiteBounds, key: Array) -> tuple[dict[str, dict[str, Any]], dict[str, Any]]:
+    """The sweeps of Lemmas H.1 and H.2 the chapter shows, all from the same ``key``: Lemma H.1
+    (:func:`higher_order_sweep`, ``output=False``) for softplus, ReLU and tanh at every order of
+    ``settings.orders``, and Lemma H.2 (``output=True``) for softplus at the orders r ≥ 1.
+
+    Returns:
+        ``(h1, h2)``: activation → sweep, and the H.2 sweep.
+
+    Raises:
+        TypeError: if ``settings`` is not the ``HermiteBounds`` settings (``ntkbook.scales``).
+        ValueError: if ``settings.orders`` has no order r ≥ 1 (Lemma H.2 starts at r = 1).
+    """
+    V.settings("settings", settings, HermiteBounds)
+    h2_orders = tuple(r for r in settings.orders if r >= 1)
+    if not h2_orders:
+        raise ValueError(f"settings.orders must include an order r >= 1 for Lemma H.2, got {settings.orders}")
+    h1 = {a: higher_order_sweep(settings, key, activation=a) for a in ("softplus", "relu", "tanh")}
+    h2 = higher_order_sweep(settings.replace(orders=h2_orders), key, activation="softplus", output=True)
+    return h1, h2
+
+
+def hermite_bound_checks(sweeps: list[dict[str, Any]], late: dict[str, Any]) -> dict[str, Any]:
+    """The numbers behind the checks of Lemmas H.1/H.2 on sweeps of :func:`higher_order_sweep` (each with
+    ``bounds`` of shape (len(n), len(orders)) and ``lam``, ``tolerance`` of shape (len(n),)).
+
+    Args:
+        sweeps: every sweep whose bounds are checked (H.1 per activation and H.2).
+        late: the sweep whose orders are compared beyond n = d(d+1)/2 (softplus, H.1).
+
+    Returns:
+        ``worst_excess``: max over sweeps, n and r of bound − eigenvalue − tolerance (≤ 0 when every
+        bound holds); ``zero_beyond``: whether every order-r bound is exactly 0 at the n beyond its rank limit
+        ``rank_limits[r]``; ``cases``: how many such (n, r); ``late_ok``: whether some n exceeds d(d+1)/2
+        and at every such n the best order is r ≥ 2 and λ > tolerance; ``best_r_late``: the best orders there.
+
+    Raises:
+        TypeError, ValueError: if ``sweeps`` is not a non-empty list of sweeps or ``late`` is not a sweep.
+    """
+    sweeps = V.records("sweeps", sweeps, _SWEEP_FIELDS)
+    V.fields("late", late, ("d", "n", "best_r", "lam", "tolerance"))
+    worst = [float(np.max(h["bounds"] - h["lam"][:, None] - h["tolerance"][:, None])) for h in sweeps]
+    beyond = [h["bounds"][:, j][h["n"] > h["rank_limits"][j]] for h in sweeps for j in range(len(h["orders"]))]
+    d = late["d"]
+    past = late["n"] > d * (d + 1) // 2
+    return {"worst_excess": max(worst), "zero_beyond": all(np.all(b == 0.0) for b in beyond),
+            "cases": sum(b.size for b in beyond),
+            "late_ok": bool(past.any() and np.all(late["best_r"][past] >= 2)
+                            and np.all(late["lam"][past] > late["tolerance"][past])),
+            "best_r_late": late["best_r"][past]}
+
+
+def schur_tolerance(schur: dict[str, np.ndarray], n: int) -> np.ndarray:
+    """Floating-point tolerance of the two sides of Lemma 6.5 for each pair of :func:`schur_pairs`, shape
+    (pairs,): 16·n·ε·|upper| (the eigensolver's backward error n·ε·‖A⊙B‖, with the factor 16 of
+    :func:`gram_tolerance`, on the scale of the upper bound ‖diag B‖_∞·λ_max(A); 10⁻³⁰⁰ keeps it positive).
+
+    Raises:
+        TypeError, ValueError: if ``schur`` has no field ``upper`` or ``n`` is not an integer ≥ 1.
+    """
+    V.fields("schur", schur, ("upper",))
+    n = V.positive_int("n", n)
+    return 16 * n * EPS * np.maximum(np.abs(schur["upper"]), 1e-300)
+
+
+def schur_checks(schur: dict[str, np.ndarray], n: int) -> dict[str, Any]:
+    """Lemma 6.5 on the pairs of :func:`schur_pairs` (n × n matrices; arrays of shape (pairs,)), within
+    :func:`schur_tolerance`.
+
+    Returns:
+        ``holds``: λ_min(A⊙B) ≥ min diag(B)·λ_min(A) and λ_max(A⊙B) ≤ max diag(B)·λ_max(A) on every pair;
+        ``tight``: both sides equal on the tight families (kind ≠ "random"); ``max_gap``: the largest
+        |λ_max(A⊙B) − upper| there; ``pairs``: how many pairs in all.
+
+    Raises:
+        TypeError, ValueError: if ``schur`` lacks the fields of :func:`schur_pairs` or has no pair of a tight
+            family, or ``n`` is not an integer ≥ 1.
+    """
+    V.fields("schur", schur, _SCHUR_FIELDS)
+    tol = schur_tolerance(schur, n)
+    tight = schur["kind"] != "random"
+    if not tight.any():
+        raise ValueError("schur must hold pairs of the tight families (kind != 'random'), as schur_pairs returns")
+    return {"holds": bool(np.all(schur["lmin_AB"] >= schur["lower"] - tol)
+                          and np.all(schur["lmax_AB"] <= schur["upper"] + tol)),
+            "tight": bool(np.all(np.abs(schur["lmax_AB"] - schur["upper"])[tight] <= tol[tight])
+                          and np.all(np.abs(schur["lmin_AB"] - schur["lower"])[tight] <= tol[tight])),
+            "max_gap": float(np.max(np.abs(schur["lmax_AB"] - schur["upper"])[tight])),
+            "pairs": int(schur["kind"].size)}

@@ -478,6 +478,75 @@ def gd_summary(runs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def gd_sweeps(settings: GdModerate, key: Array) -> dict[str, list[dict[str, Any]]]:
+    """:func:`gd_sweep` for every activation of ``settings.activations``, each from the same ``key`` (the same
+    data set and initial weights for every activation).  Returns activation → runs (one per width).
+
+    Raises:
+        TypeError: if ``settings`` is not the ``GdModerate`` settings (``ntkbook.scales``).
+    """
+    V.settings("settings", settings, GdModerate)
+    return {a: gd_sweep(settings, key, activation=a) for a in settings.activations}
+
+
+_GD_CHECK_FIELDS = ("k", "residual", "thm_rate", "thm_dist_coef", "distance", "linearized_residual",
+                    "late_contraction", "linearized_late_contraction", "eta", "kernel_change_late")
+
+
+def gd_checks(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The numbers the chapter checks Theorems 2.1/2.3 and Lemma 6.8 with, on the runs of :func:`gd_sweep`
+    (r_τ = f(W_τ) − y, c the theorem's coefficient ``thm_dist_coef``, 1 − x its rate ``thm_rate``).
+
+    Returns:
+        ``envelope``: max over runs and τ ≥ 1 of ‖r_τ‖/((1 − x)^τ‖r₀‖) (≤ 1: the theorem's rate holds);
+        ``distance``: max over runs and τ ≥ 1 of (c‖W_τ − W₀‖_F + ‖r_τ‖)/‖r₀‖ (≤ 1: the theorem's distance
+        bound, Eq. 2.4, holds); ``k``: the widths (list); ``deviation``: per run max_τ |‖r_τ‖ − ‖r_τ^lin‖|/‖r₀‖
+        against the linearized model, shape (runs,); ``rate_gap``: per run |c_GD − c_lin|, the late
+        contractions of GD and of the linearized model (list); ``rate_allowance``: per run
+        η·max_τ ‖K(W_τ) − K(W₀)‖₂ over the late window, the change of the step's contraction that the
+        kernel's move allows (list).
+
+    Raises:
+        TypeError, ValueError: if ``runs`` is not a non-empty list of runs of :func:`gd_sweep`.
+    """
+    runs = V.records("runs", runs, _GD_CHECK_FIELDS)
+    return {
+        "envelope": max(float(np.max(r["residual"][1:] / (r["residual"][0]
+                                                         * r["thm_rate"] ** np.arange(1, r["residual"].size))))
+                        for r in runs),
+        "distance": max(float(np.max((r["thm_dist_coef"] * r["distance"] + r["residual"])[1:] / r["residual"][0]))
+                        for r in runs),
+        "k": [r["k"] for r in runs],
+        "deviation": np.array([np.max(np.abs(r["residual"] - r["linearized_residual"])) / r["residual"][0]
+                               for r in runs]),
+        "rate_gap": [abs(r["late_contraction"] - r["linearized_late_contraction"]) for r in runs],
+        "rate_allowance": [r["eta"] * r["kernel_change_late"] for r in runs],
+    }
+
+
+def theorem_rate_gap_allowance(run: Mapping[str, Any]) -> float:
+    """Relative tolerance of the account of the gap between GD's late contraction and Theorem 2.1's rate, for
+    one run of :func:`gd_sweep` (the chapter's "How much faster than guaranteed?").
+
+    The account predicts c/x = 16λ(X)/(μ_φσ_min(X∗X))², replacing ηλ_min(J₀J₀ᵀ) by its expectation
+    b = η‖v‖²λ(X) (‖v‖² = ‖y‖²/n) and ignoring that the kernel moves and that a finite run has not shed all
+    of its fast components.  The tolerance is the sum of these three measured effects, each divided by b:
+
+        (|ηλ_min(J₀J₀ᵀ) − b| + η·max_τ‖K(W_τ) − K(W₀)‖₂ + (c_lin − ηλ_min(J₀J₀ᵀ))) / b,
+
+    with ηλ_min(J₀J₀ᵀ) = 1 − ``linearized_rate`` and c_lin the linearized model's late contraction.
+
+    Raises:
+        TypeError, ValueError: if ``run`` is not a mapping with these fields of a run of :func:`gd_sweep`.
+    """
+    V.fields("run", run, ("eta", "y_norm", "n", "lambda_x", "linearized_rate", "kernel_change_late",
+                          "linearized_late_contraction"))
+    base = run["eta"] * run["y_norm"] ** 2 / run["n"] * run["lambda_x"]  # η‖v‖²λ(X)
+    eta_lam = 1 - run["linearized_rate"]  # ηλ_min(J₀J₀ᵀ)
+    return (abs(eta_lam - base) + run["eta"] * run["kernel_change_late"]
+            + (run["linearized_late_contraction"] - eta_lam)) / base
+
+
 # ---------------------------------------------------------------------------------------------
 # Theorem 2.6: SGD
 # ---------------------------------------------------------------------------------------------
@@ -534,6 +603,21 @@ def sgd_experiment(settings: SgdModerate, key: Array, *, activation: str = "soft
             "gd_eta": gd_eta, "bound": consts["rate"] ** tau * theorem["initial_residual2"], "epochs_recorded": tau / n,
             "event_nu": sgd_event_probability(consts, k * d),
             "event_nu3": 1 - 4 / 3 * consts["event_base"] ** (1 / (k * d)), "n": n, "d": d, "k": k}
+
+
+def sgd_epoch_ratio(result: Mapping[str, Any]) -> np.ndarray:
+    """Mean ‖r‖² over the index sequences of SGD at Corollary 2.2's step, divided by ‖r‖² of full-batch GD
+    after as many GD steps as SGD has run epochs, at each recorded epoch of :func:`sgd_experiment`; shape
+    (recorded epochs,).  Near 1 when one epoch of n SGD updates does what one GD step does.
+
+    Raises:
+        TypeError, ValueError: if ``result`` lacks the fields ``epochs_recorded``, ``fast`` (with
+            ``residual2``) and ``gd_residual2`` of :func:`sgd_experiment`.
+    """
+    V.fields("result", result, ("epochs_recorded", "fast", "gd_residual2"))
+    V.fields("result['fast']", result["fast"], ("residual2",))
+    epochs = result["epochs_recorded"].astype(int)
+    return result["fast"]["residual2"].mean(axis=0) / result["gd_residual2"][epochs]
 
 
 @partial(jax.jit, static_argnames=("activation", "steps", "record_every"))
@@ -600,6 +684,17 @@ def variance_of_activation(activation: str) -> float:
     otherwise).  By the Gaussian Poincaré inequality Var φ(g) ≤ E[φ'(g)²] ≤ B² (step (e) of Sec. 6.6.1)."""
     k1, k0 = cov.dual_kernel(activation, np.array([1.0, 0.0]))
     return float(k1 - k0)
+
+
+def initial_misfits(settings: InitialMisfit, key: Array) -> dict[str, dict[str, Any]]:
+    """:func:`initial_misfit` for every activation of ``settings.activations``, each from the same ``key``.
+    Returns activation → result.
+
+    Raises:
+        TypeError: if ``settings`` is not the ``InitialMisfit`` settings (``ntkbook.scales``).
+    """
+    V.settings("settings", settings, InitialMisfit)
+    return {a: initial_misfit(settings, key, activation=a) for a in settings.activations}
 
 
 def initial_misfit(settings: InitialMisfit, key: Array, *, activation: str = "softplus") -> dict[str, Any]:

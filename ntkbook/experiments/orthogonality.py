@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from functools import cache, partial
 from typing import Any
 
@@ -268,6 +269,21 @@ def clt_prediction(width: int | None = None, *, extra_inputs: float = 0.0, activ
     return math.sqrt(2 / math.pi) * math.sqrt(m * e4) / (m * (e_sig2 + e_d2) + float(extra_inputs))
 
 
+def clt_predictions(widths: Any, *, extra_inputs: float = 0.0, activation: str = "tanh") -> np.ndarray:
+    """:func:`clt_prediction` at each width of ``widths`` (shape (W,)): E|cos θᵢⱼ| of two second-layer
+    neurons at θ₀ to leading order, fan-in m + ``extra_inputs``; returns shape (W,), float64.
+
+    Raises:
+        TypeError, ValueError: if ``widths`` is not a non-empty one-dimensional array of integers ≥ 1 (and
+            as :func:`clt_prediction` for the other arguments).
+    """
+    arr = np.asarray(widths)
+    if arr.ndim != 1 or arr.size == 0:
+        raise ValueError(f"widths must be a non-empty one-dimensional array, got shape {arr.shape}")
+    return np.array([clt_prediction(m, extra_inputs=extra_inputs, activation=activation)
+                     for m in V.int_tuple("widths", arr.tolist())])
+
+
 # ---------------------------------------------------------------------------------------------
 # Full-batch gradient descent (Appendix B)
 # ---------------------------------------------------------------------------------------------
@@ -385,6 +401,44 @@ def assemble_orthogonality(settings: OrthogonalitySettings, pieces: list[Mapping
             out[f"{prefix}mean_abs_cos_init"] = pooled0
     out["settings"] = {"clt_constant_layer2": clt_prediction()}
     return out
+
+
+@dataclass(frozen=True)
+class LayerCosines:
+    """Mean |cos θᵢⱼ| (Eq. 22) of one network kind of :func:`assemble_orthogonality`, per width, run and layer.
+
+    Attributes:
+        widths: the widths m (for "bottleneck": m_b), shape (W,).
+        after: after gradient descent, shape (W, runs, L) (L hidden layers; index 0 is layer 1).
+        init: at initialization θ₀, shape (W, runs, L).
+    """
+
+    widths: np.ndarray
+    after: np.ndarray
+    init: np.ndarray
+
+    @property
+    def m(self) -> np.ndarray:
+        """The width of every run, shape (W·runs,), in the order of ``after[:, :, l].ravel()`` (the x of a
+        rate fit)."""
+        return np.repeat(self.widths, self.after.shape[1])
+
+
+def layer_cosines(result: Mapping[str, Any], kind: str = "fc") -> LayerCosines:
+    """The per-layer mean |cos θᵢⱼ| of network ``kind`` ("fc", "bottleneck" or "densenet") in ``result``
+    (:func:`orthogonality_sweep` or the JSON of ``reproduce orthogonality``) as arrays (:class:`LayerCosines`).
+
+    Raises:
+        TypeError, ValueError: if ``kind`` is not one of ``KINDS``, or ``result`` lacks its fields
+            (``{prefix}widths``, ``{prefix}mean_abs_cos_by_layer``, ``{prefix}mean_abs_cos_init_by_layer``).
+    """
+    V.choice("kind", kind, KINDS)
+    prefix = "" if kind == "fc" else f"{kind}_"
+    V.fields("result", result, (f"{prefix}widths", f"{prefix}mean_abs_cos_by_layer",
+                                f"{prefix}mean_abs_cos_init_by_layer"))
+    return LayerCosines(widths=np.asarray(result[f"{prefix}widths"]),
+                        after=np.asarray(result[f"{prefix}mean_abs_cos_by_layer"]),
+                        init=np.asarray(result[f"{prefix}mean_abs_cos_init_by_layer"]))
 
 
 def figure_3_left_panel(ax: Any, result: Mapping[str, Any], *, title: str | None = None,
@@ -768,14 +822,17 @@ __all__ = [
     "KINDS",
     "QUADRATIC_FIELDS",
     "TURN_FIELDS",
+    "LayerCosines",
     "assemble_orthogonality",
     "clt_prediction",
+    "clt_predictions",
     "cosine_matrix",
     "densenet_hessian_piece",
     "densenet_hessian_sweep",
     "figure_3_left_panel",
     "figure_3_right_panel",
     "frame_constant",
+    "layer_cosines",
     "load_data",
     "make_network",
     "mean_abs_cos",
