@@ -400,6 +400,8 @@ class NonlinearOutput(ExperimentSettings):
     swish_max_steps: int
     loss_tol: float
     lr_factor: float
+    swish_lr_factor: float
+    check_steps: int
     per_decade: int
     n: int
     data_seed: int
@@ -1212,16 +1214,21 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # Figure 1: ΔK of f, softmax(f), swish(f) (Eq. 43–47) against m; ΔK(t) at trajectory_width.
         # max_steps: the cap of the cross-entropy runs (they stop at loss < loss_tol = 1e-4, the
         # paper's rule, after about 1.3·10⁴ steps); swish_max_steps: the cap of the swish runs, which
-        # need far more (they report the loss reached, see linearity_experiments.step_cap)
+        # need far more (0.6–1.8·10⁵ steps with the measured-curvature step, c = swish_lr_factor;
+        # see linearity_experiments.step_cap); both caps are guards: a run stops at the rule or is stuck.
+        # check_steps: the cap of the swish reruns with c/2 in the step-size check (the path's first
+        # check_steps/2 steps with c are compared)
         "ci": NonlinearOutput(
             widths=(30, 100, 300),
             runs=2,
             runs_per_piece=2,
             trajectory_width=300,
             max_steps=30_000,
-            swish_max_steps=2_000,
+            swish_max_steps=200_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=2_000,
             per_decade=12,
             n=60,
             data_seed=0,
@@ -1229,12 +1236,14 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "book": NonlinearOutput(
             widths=(30, 100, 1000, 10_000),
             runs=2,
-            runs_per_piece=1,
+            runs_per_piece=2,
             trajectory_width=10_000,
             max_steps=40_000,
-            swish_max_steps=20_000,
+            swish_max_steps=300_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=10_000,
             per_decade=12,
             n=60,
             data_seed=0,
@@ -1245,9 +1254,11 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             runs_per_piece=10,
             trajectory_width=10_000,
             max_steps=1_000_000,
-            swish_max_steps=1_000_000,
+            swish_max_steps=2_000_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=20_000,
             per_decade=12,
             n=60,
             data_seed=0,
@@ -1273,7 +1284,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             width=10_000,
             bottleneck_widths=(3, 5, 10, 50, 100),
             runs=2,
-            runs_per_piece=1,
+            runs_per_piece=2,
             max_steps=40_000,
             loss_tol=1e-4,
             lr_factor=1.0,
