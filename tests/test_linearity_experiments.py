@@ -308,6 +308,7 @@ def _fake_result(seeds, kinds, steps=(0, 1, 2, 4)):
     base = 10.0 * seeds[0]
     return {"seeds": seeds, "lr": [0.1 + s for s in seeds], "delta_k": {k: [base + s for s in seeds] for k in kinds},
             "steps": [4 for _ in seeds], "final_loss": [0.5 for _ in seeds], "cap_hit": [True for _ in seeds],
+            "trapped": [s % 2 for s in seeds],
             "record_steps": list(steps), "curves": {k: [[s] * len(steps) for s in seeds] for k in kinds}}
 
 
@@ -323,6 +324,7 @@ def test_assemble_nonlinear_output_layout():
     assert body["widths"] == [10, 20]
     assert body["delta_k"]["swish"] == [[0.0, 1.0, 22.0], [0.0, 1.0, 22.0]]
     assert body["steps"]["softmax"] == [[4, 4, 4], [4, 4, 4]]
+    assert body["swish_trapped"] == [[0, 1, 0], [0, 1, 0]]
     assert body["trajectory"]["width"] == 20 and body["trajectory"]["epochs"]["linear"] == [0, 1, 2, 4]
     assert body["trajectory"]["linear"] == [[0, 1, 2]] * 4
     assert body["settings"]["learning_rates"]["cross_entropy"][0] == pytest.approx([0.1, 1.1, 2.1])
@@ -383,7 +385,7 @@ def test_sharded_runs_match_one_device():
 # Both reproductions at ci scale: JSON keys and resume
 # ---------------------------------------------------------------------------------------------
 
-COMMON_KEYS = {"name", "scale", "settings", "seconds", "backend", "devices"}
+COMMON_KEYS = {"name", "scale", "settings", "seconds", "jax", "backend", "devices"}
 
 
 @pytest.mark.parametrize("name", ["nonlinear-output", "bottleneck"])
@@ -403,7 +405,7 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
     assert COMMON_KEYS <= set(first)
     assert first["settings"]["max_steps"] == settings.max_steps and "learning_rates" in first["settings"]
     if name == "nonlinear-output":
-        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss"} <= set(first)
+        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss", "swish_trapped"} <= set(first)
         assert first["widths"] == list(settings.widths)
         for field in ("delta_k", "steps", "final_loss"):
             assert set(first[field]) == {"linear", "softmax", "swish"}

@@ -317,8 +317,10 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
 
     Returns a dict of per-run lists: ``lr`` (for the paper's loss), ``lambda_max`` (of K_f(w₀)),
     ``delta_k`` {kernel: sup over the recorded steps}, ``final_change`` {kernel: at the stop},
-    ``steps``, ``final_loss`` (paper units), ``cap_hit``, and ``record_steps`` (S,), ``curves``
-    {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops), ``loss_curve`` (R, S).
+    ``steps``, ``final_loss`` (paper units), ``cap_hit``, ``trapped`` (target entries below
+    :data:`SWISH_MINIMUM` at the stop), ``lowest_target_logit`` (at the stop), and ``record_steps``
+    (S,), ``curves`` {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops),
+    ``loss_curve`` (R, S).
     """
     V.choice("training", training, TRAININGS)
     max_steps = step_cap(settings, training)
@@ -360,6 +362,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     after = steps_rec[None, :] > steps[:, None]  # measurements after a run stopped are NaN
     curves = {name: np.where(after, np.asarray(out["final_change"][name], np.float64)[:, None],
                              np.asarray(out["change"][name], np.float64)) for name in track}
+    final_logits = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(final_params, data.x), np.float64)
     split = {name: output_change_split(name, model, params, final_params, data.x, kernels0)
              for name in track if name != "linear"}
     return {
@@ -371,7 +374,8 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         "steps": steps.tolist(),
         "final_loss": final_loss.tolist(),
         "cap_hit": ((steps >= max_steps) & ~(final_loss < loss_tol)).tolist(),
-        "trapped": trapped_entries(jax.vmap(model.apply, in_axes=(0, None))(final_params, data.x), data.y).tolist(),
+        "trapped": trapped_entries(final_logits, data.y).tolist(),
+        "lowest_target_logit": final_logits.min(axis=(1, 2), where=np.asarray(data.y) == 1, initial=np.inf).tolist(),
         "record_steps": steps_rec.tolist(),
         "curves": {k: v.tolist() for k, v in curves.items()},
         "loss_curve": np.where(after, final_loss[:, None], unit * np.asarray(out["loss"], np.float64)).tolist(),
@@ -677,7 +681,8 @@ def _per_width(pieces, results, widths, training, field, kernel=None) -> list[li
 
 def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results: list) -> dict[str, Any]:
     """The JSON body of ``nonlinear-output``: ``widths``, ``delta_k``, ``trajectory``, ``steps``,
-    ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]) and the learning
+    ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]), ``swish_trapped``
+    (target entries below :data:`SWISH_MINIMUM` at the stop, [[per run] per width]) and the learning
     rates in ``settings``."""
     widths = [int(m) for m in settings.widths]
     task = {"linear": "cross_entropy", "softmax": "cross_entropy", "swish": "swish"}
@@ -700,15 +705,17 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
     trajectory["epochs"] = epochs
     _warn_caps("nonlinear-output", caps, widths, settings.max_steps)
     return {"widths": widths, "delta_k": delta_k, "trajectory": trajectory, "steps": steps,
-            "final_loss": final_loss,
+            "final_loss": final_loss, "swish_trapped": _per_width(pieces, results, widths, "swish", "trapped"),
             "settings": {"learning_rates": lrs, "step_cap_hits": caps,
                          "step_size_rule": STEP_SIZE_RULE, "loss_units": LOSS_UNITS}}
 
 
-STEP_SIZE_RULE = ("eta = lr_factor * N / (beta_loss * lambda_max(K_f(w0))) per run, K_f the (3N x 3N) tangent "
-                  "kernel of the logits at initialization; beta_loss = 1/2 (cross-entropy), "
-                  "sup|swish'|^2 (square loss on swish); learning_rates are for the paper's losses "
-                  "(Eq. 46, 47, 49)")
+STEP_SIZE_RULE = ("cross-entropy: eta = lr_factor * N / (beta_loss * lambda_max(K_f(w0))) per run, K_f the "
+                  "(3N x 3N) tangent kernel of the logits at initialization, beta_loss = 1/2, scaled along the "
+                  "run by 1/2 over a bound beta_t of the local curvature; swish (square loss): eta_t = "
+                  "swish_lr_factor * N / lambda_hat_t, lambda_hat_t a bound on lambda_max(D^1/2 K_f D^1/2) at w_t "
+                  "(D the loss Hessian in the logits, K_f remeasured every 100 steps); learning_rates are the "
+                  "steps at w0 for the paper's losses (Eq. 46, 47, 49)")
 LOSS_UNITS = "final_loss and loss_tol in the paper's units: Eq. (46)/(49) cross-entropy, Eq. (47) (1/N) sum ||.||^2"
 
 
@@ -1009,6 +1016,41 @@ def _merged(pieces: Sequence[tuple[dict, dict]], figure: str, size: int, trainin
             "delta_k": {k: np.concatenate([np.asarray(r["delta_k"][k]) for _, r in chosen])[:runs] for k in kinds}}
 
 
+def trapped_at_init(settings: Mapping[str, Any], *, width: int, seeds: Sequence[int]) -> np.ndarray:
+    """Target entries below :data:`SWISH_MINIMUM` at w₀ for each seed of Figure 1 at ``width`` (the
+    initializations of :func:`nonlinear_output_piece`; no training): (len(seeds),) counts."""
+    model = one_hidden_layer(V.positive_int("width", width))
+    data = paper_data(settings)
+    params = init_params(model, list(seeds), salt=int(width))
+    return trapped_entries(jax.vmap(model.apply, in_axes=(0, None))(params, data.x), data.y)
+
+
+def trap_check(settings: Mapping[str, Any], *, width: int, steps: int, search: int = 100) -> dict[str, Any]:
+    """Train the first trapped initialization of Figure 1's swish task at ``width`` for ``steps`` steps.
+
+    The seed is the smallest in ``range(search)`` with a target entry below :data:`SWISH_MINIMUM` at
+    w₀ (:func:`trapped_at_init`); it is trained with the swish task's rule (:func:`train_runs`, cap
+    ``steps``).  Returns ``{"seed", "trapped_start", "trapped_end", "lowest_start", "lowest_end" (the
+    lowest target logit), "steps", "final_loss" (paper units), "floor"}`` with floor = trapped_end/N, the loss
+    of the trapped entries alone once φ(f) → 0⁻ (each contributes (φ(f) − 1)² ≥ 1)."""
+    width = V.positive_int("width", width)
+    counts = trapped_at_init(settings, width=width, seeds=range(V.positive_int("search", search)))
+    if not np.any(counts):
+        raise ValueError(f"no trapped initialization among the first {search} seeds at width {width}")
+    seed = int(np.argmax(counts > 0))
+    model = one_hidden_layer(width)
+    data = paper_data(settings)
+    params = init_params(model, [seed], salt=width)
+    s = settings.replace(swish_max_steps=V.positive_int("steps", steps))
+    result = train_runs(model, params, data, training="swish", settings=s)
+    y = np.asarray(data.y)
+    f0 = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(params, data.x))[0]
+    return {"seed": seed, "trapped_start": int(counts[seed]), "trapped_end": int(result["trapped"][0]),
+            "lowest_start": float(f0[y == 1].min()), "lowest_end": float(result["lowest_target_logit"][0]),
+            "steps": int(result["steps"][0]), "final_loss": float(result["final_loss"][0]),
+            "floor": int(result["trapped"][0]) / y.shape[0]}
+
+
 def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
                    max_steps: int | None = None) -> dict[str, Any]:
     """ΔK of Figure 1 at one width measured at every step against the log-spaced schedule.
@@ -1184,5 +1226,7 @@ __all__ = [
     "swish_loss_hessian",
     "swish_step_sizes",
     "train_runs",
+    "trap_check",
+    "trapped_at_init",
     "trapped_entries",
 ]
