@@ -63,6 +63,7 @@ from __future__ import annotations
 
 import functools
 import math
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import cache
@@ -778,7 +779,8 @@ def run_figure(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], 
     in-process and without writing anything.
 
     Returns ``(result, pieces)``: the dict the command line writes (less the runner's bookkeeping
-    keys) and the list of (piece, piece result) pairs, for analyses beyond the figure."""
+    keys) and the list of (piece, piece result) pairs, for analyses beyond the figure; each piece
+    result records its wall time in ``"_seconds"``, as the command line's piece cache does."""
     from ..progress import progress
 
     if name == "nonlinear-output":
@@ -788,7 +790,11 @@ def run_figure(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], 
     else:
         raise ValueError(f"unknown name {name!r}; expected 'nonlinear-output' or 'bottleneck'")
     items = pieces(settings)
-    results = [compute(p, settings) for p in progress(items, desc=name, total=len(items))]
+    results = []
+    for p in progress(items, desc=name, total=len(items)):
+        start = time.perf_counter()
+        results.append(compute(p, settings))
+        results[-1]["_seconds"] = time.perf_counter() - start  # as the command line's piece cache records
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return assemble(settings, items, results), list(zip(items, results, strict=True))
@@ -867,7 +873,8 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
     """One row per run of Figures 1 and 2: figure, task, size, seed, steps, initial and final loss
     (paper units), whether the step cap stopped it, how it ended (:func:`run_outcome`, with the
     relative decrease of the loss over the second half of the run), and whether the loss fell from
-    each measured step to the next up to the stop (``"loss falls"``) — a pandas DataFrame."""
+    each measured step to the next up to the stop (``"loss falls"``), and the wall time of the piece
+    the run belongs to (``"piece seconds"``, where :func:`run_figure` recorded it) — a pandas DataFrame."""
     import pandas as pd
 
     task = {"cross_entropy": "cross-entropy (Eq. 46)", "swish": "swish (Eq. 47)"}
@@ -885,7 +892,8 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
                              "steps": int(r["steps"][i]), "initial loss": float(r["loss_curve"][i][0]),
                              "final loss": float(r["final_loss"][i]), "cap hit": bool(r["cap_hit"][i]),
                              "outcome": outcome, "decrease, 2nd half": decrease if r["cap_hit"][i] else np.nan,
-                             "loss falls": bool(np.all(np.diff(taken) <= 0))})
+                             "loss falls": bool(np.all(np.diff(taken) <= 0)),
+                             "piece seconds": float(r.get("_seconds", np.nan))})
     return pd.DataFrame(rows)
 
 
