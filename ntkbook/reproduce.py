@@ -2,7 +2,7 @@
 
 ``python -m ntkbook reproduce NAME --scale {ci,book,paper} --out DIR [--shard i/n]`` writes
 ``DIR/NAME.json`` (every number behind the figure — the tidy table of the sweep —, the settings, seconds
-taken, JAX backend and devices) and ``DIR/NAME.png``.  A reproduction is a :class:`~ntkbook.sweep.Sweep`
+taken, JAX version, backend and devices) and ``DIR/NAME.png``.  A reproduction is a :class:`~ntkbook.sweep.Sweep`
 plus the one function that draws its figure from the sweep's table; the chapter that shows the figure
 calls the same two (``nb.sweep.run`` and the figure function), so the book and the command line cannot
 drift apart.  Finished pieces are cached under ``DIR/.cache`` (atomic writes, checksums), so an
@@ -10,7 +10,8 @@ interrupted run resumes where it stopped; ``--shard i/n`` computes one share of 
 shared cache (a Slurm array index works directly), and a last call without ``--shard`` merges and draws.
 
 Older reproductions registered with ``pieces``/``compute``/``assemble``/``plot`` still run through the
-legacy path below until their chapters are ported to sweeps.
+legacy path below until their chapters are ported to sweeps; it shares the piece cache and shards the same
+way (piece index ≡ i mod n).
 
 A reproduction registers itself with :func:`register`; the modules of the package
 ``ntkbook.reproductions`` are imported on first use.
@@ -117,8 +118,8 @@ def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> Non
 
 
 def machine() -> dict[str, Any]:
-    """JAX backend and devices (recorded in every output)."""
-    return {"backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
+    """JAX version, backend and devices (recorded in every output)."""
+    return {"jax": jax.__version__, "backend": jax.default_backend(), "devices": [str(d) for d in jax.devices()]}
 
 
 def run(name: str, scale: str | None = None, out: str | os.PathLike | None = None, *, resume: bool = True,
@@ -137,9 +138,7 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
     if shard is not None and out is None:
         raise ValueError("shard needs out: the shards meet in the piece cache under out/.cache")
     if reproduction.sweep is None:
-        if shard is not None:
-            raise ValueError(f"reproduction {name!r} is not a sweep yet and cannot be sharded")
-        return _run_legacy(reproduction, scale, settings, out, resume, plot)
+        return _run_legacy(reproduction, scale, settings, out, resume, plot, shard)
     start = time.perf_counter()
     out = None if out is None else Path(out)
     table = sweeps.run(reproduction.sweep, settings, cache=None if out is None else out / ".cache", resume=resume,
@@ -173,10 +172,20 @@ def run(name: str, scale: str | None = None, out: str | os.PathLike | None = Non
 
 
 def _run_legacy(reproduction: Reproduction, scale: str, settings: scales.ExperimentSettings, out: Any, resume: bool,
-                plot: bool) -> dict[str, Any]:
+                plot: bool, shard: tuple[int, int] | None = None) -> dict[str, Any]:
+    """The legacy runner: every piece (loaded from the cache or computed), assembled and drawn.
+
+    With ``shard=(i, n)`` only the pieces whose index is ≡ i (mod n) are computed into the cache, as in
+    :func:`ntkbook.sweep.run`: nothing is assembled or drawn, and the result counts the shard's pieces.
+    """
     name = reproduction.name
     start = time.perf_counter()
     items = reproduction.pieces(settings)
+    if shard is not None:
+        if (not isinstance(shard, tuple) or len(shard) != 2 or not all(isinstance(v, int) for v in shard)
+                or not 0 <= shard[0] < shard[1]):
+            raise ValueError(f"shard must be (i, n) with 0 <= i < n, got {shard!r}")
+        items = items[shard[0]::shard[1]]
     cache = None
     if out is not None:  # the sweep engine's piece cache: a legacy piece's result is stored as its "columns"
         out = Path(out)
@@ -194,6 +203,10 @@ def _run_legacy(reproduction: Reproduction, scale: str, settings: scales.Experim
             cached += 1
         compute_seconds += float(result.get("_seconds", 0.0))
         results.append(result)
+    if shard is not None:
+        return to_jsonable({"name": name, "scale": scale, "settings": settings.as_dict(),
+                            "seconds": time.perf_counter() - start, "compute_seconds": compute_seconds,
+                            "pieces": len(items), "cached_pieces": cached, **machine(), "shard": list(shard)})
     body = reproduction.assemble(settings, items, results)
     recorded = settings.as_dict() | dict(body.pop("settings", {}))
     output = {"name": name, "scale": scale, "settings": recorded,

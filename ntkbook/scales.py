@@ -414,6 +414,8 @@ class NonlinearOutput(ExperimentSettings):
     swish_max_steps: int
     loss_tol: float
     lr_factor: float
+    swish_lr_factor: float
+    check_steps: int
     per_decade: int
     n: int
     data_seed: int
@@ -1267,29 +1269,38 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # Figure 1: ΔK of f, softmax(f), swish(f) (Eq. 43–47) against m; ΔK(t) at trajectory_width.
         # max_steps: the cap of the cross-entropy runs (they stop at loss < loss_tol = 1e-4, the
         # paper's rule, after about 1.3·10⁴ steps); swish_max_steps: the cap of the swish runs, which
-        # need far more (they report the loss reached, see linearity_experiments.step_cap)
+        # need far more (0.6–1.8·10⁵ steps with the measured-curvature step, c = swish_lr_factor;
+        # see linearity_experiments.step_cap); both caps are guards: a run stops at the rule or is stuck.
+        # check_steps: the cap of the swish reruns with c/2 in the step-size check (the path's first
+        # check_steps/2 steps with c are compared).  book stops at m = 1000: a swish run at m = 10⁴
+        # costs 2.6 ms of CPU per step and needs 0.7 to more than 3·10⁵ steps (seed 1 had loss
+        # 5.7e-4 at 3·10⁵), i.e. 3 to 15 minutes per run on this 2-core machine
         "ci": NonlinearOutput(
             widths=(30, 100, 300),
             runs=2,
             runs_per_piece=2,
             trajectory_width=300,
             max_steps=30_000,
-            swish_max_steps=2_000,
+            swish_max_steps=200_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=2_000,
             per_decade=12,
             n=60,
             data_seed=0,
         ),
         "book": NonlinearOutput(
-            widths=(30, 100, 1000, 10_000),
+            widths=(30, 100, 300, 1000),
             runs=2,
-            runs_per_piece=1,
-            trajectory_width=10_000,
+            runs_per_piece=2,
+            trajectory_width=1000,
             max_steps=40_000,
-            swish_max_steps=20_000,
+            swish_max_steps=300_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=10_000,
             per_decade=12,
             n=60,
             data_seed=0,
@@ -1300,9 +1311,11 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             runs_per_piece=10,
             trajectory_width=10_000,
             max_steps=1_000_000,
-            swish_max_steps=1_000_000,
+            swish_max_steps=2_000_000,
             loss_tol=1e-4,
             lr_factor=1.0,
+            swish_lr_factor=1.8,
+            check_steps=20_000,
             per_decade=12,
             n=60,
             data_seed=0,
@@ -1328,7 +1341,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
             width=10_000,
             bottleneck_widths=(3, 5, 10, 50, 100),
             runs=2,
-            runs_per_piece=1,
+            runs_per_piece=2,
             max_steps=40_000,
             loss_tol=1e-4,
             lr_factor=1.0,

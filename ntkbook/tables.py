@@ -274,3 +274,25 @@ def markdown(header: Sequence[str], rows: Sequence[Sequence[Any]]):
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(cell(v) for v in r) + " |" for r in rows]
     return Markdown("\n".join(lines))
+
+
+def settings(columns: Mapping[str, Any], *, caption: str | None = None) -> Table:
+    """The fields of several settings objects side by side: one row per field (in first-seen order), one
+    column per entry of ``columns`` (name → an :class:`ntkbook.scales.ExperimentSettings`, or anything with
+    ``as_dict()``); "—" where a settings object has no such field.  Tuples are shown as text."""
+    if not isinstance(columns, Mapping) or not columns:
+        raise TypeError("columns must be a non-empty mapping name → settings object")
+    fields: dict[str, dict[str, Any]] = {}
+    for name, value in columns.items():
+        if not hasattr(value, "as_dict"):
+            raise TypeError(f"columns[{name!r}] must have as_dict() (a settings dataclass), got {type(value).__name__}")
+        fields[name] = value.as_dict()
+    keys = list(dict.fromkeys(k for d in fields.values() for k in d))
+
+    def text(v: Any) -> Any:
+        return ", ".join(map(str, v)) if isinstance(v, tuple) else v
+
+    table: dict[str, list[Any]] = {"setting": keys}
+    for name, d in fields.items():
+        table[name] = [str(text(d[k])) if k in d else "—" for k in keys]
+    return show(table, caption=caption)

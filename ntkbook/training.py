@@ -362,7 +362,11 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
     def update(s, t, grads, live):
         """Apply the optimizer's update to the runs that are ``live`` (all when None)."""
         def one(pi, si, gi, eta):
-            upd, si = spec.optimizer(eta).update(gi, si, pi)
+            opt = spec.optimizer(eta)
+            # the loop's step t (unbatched) for the optimizers that take extra arguments: a lax.cond on it
+            # stays a conditional under the vmap over runs
+            upd, si = (opt.update(gi, si, pi, step=t) if isinstance(opt, optax.GradientTransformationExtraArgs)
+                       else opt.update(gi, si, pi))
             norm = jnp.sqrt(sum(jnp.sum(u * u) for u in jax.tree_util.tree_leaves(upd))) \
                 if spec.measure_updates else None
             return optax.apply_updates(pi, upd), si, norm
@@ -784,7 +788,9 @@ def train(
         stop: a :class:`StopRule` (an int means ``StopRule(max_steps=stop)``).
         loss: ``"square"`` or ``"cross_entropy"``.
         optimizer: ``optimizer(η) -> optax.GradientTransformation``, called with each run's step size
-            (default ``optax.sgd``: w ← w − η∇L).
+            (default ``optax.sgd``: w ← w − η∇L).  An ``optax.GradientTransformationExtraArgs`` is also
+            given the step t as the keyword ``step`` (one integer shared by the runs, so that a ``lax.cond``
+            on it skips work at most steps even though the runs are vmapped).
         track: name → :class:`Tracker` (or a function ``f(params, x, y)``) measured in the loop.
         record_steps: the steps t at which L(w_t) and the trackers are recorded (default
             :func:`record_schedule`); a tracker may have its own ``steps``.

@@ -180,18 +180,68 @@ def test_init_params_is_deterministic_per_seed():
 # ---------------------------------------------------------------------------------------------
 
 
-def _local_curvature(training, f, y):
-    """β_t of the step rule from the logits, in NumPy: min(1/2, 2 max(1 − p_y)) for the cross-entropy,
-    max(φ'(f)² + |φ(f) − y|·sup|φ''|) for swish(z) = z σ(z/10) (φ' by hand, sup|φ''| = 1/20)."""
-    if training == "cross_entropy":
-        p = np.exp(f - f.max(axis=1, keepdims=True))
-        p /= p.sum(axis=1, keepdims=True)
-        beta = min(0.5, 2 * np.max(1 - np.sum(p * y, axis=1)))
-        return max(beta, 1e-4 * 0.5)
+def _local_curvature(f, y):
+    """β_t of the cross-entropy rule from the logits, in NumPy: min(1/2, 2 max(1 − p_y)), floored."""
+    p = np.exp(f - f.max(axis=1, keepdims=True))
+    p /= p.sum(axis=1, keepdims=True)
+    return max(min(0.5, 2 * np.max(1 - np.sum(p * y, axis=1))), 1e-4 * 0.5)
+
+
+def _swish_hessian(f, y):
+    """d = max(φ'(f)² + (φ(f) − y)φ''(f), 0) for swish(z) = z σ(z/10), φ' and φ'' by hand (float64)."""
+    f = np.asarray(f, np.float64)
     s = 1 / (1 + np.exp(-0.1 * f))
-    d = s + 0.1 * f * s * (1 - s)
-    beta = np.max(d**2 + np.abs(f * s - y) * 0.05)
-    return max(beta, 1e-4 * le.PAPER_SWISH.lipschitz**2)
+    d1 = s + 0.1 * f * s * (1 - s)
+    d2 = 0.1 * s * (1 - s) * (2 + 0.1 * f * (1 - 2 * s))
+    return np.maximum(d1**2 + (f * s - y) * d2, 0.0)
+
+
+def _gn_lambda_max(k, f, y):
+    """λ_max(D^{1/2} K D^{1/2}) in float64: the curvature of (1/2N)Σ‖φ(f) − y‖² along J (times N)."""
+    r = np.sqrt(_swish_hessian(f, y).reshape(-1))
+    return np.linalg.eigvalsh(r[:, None] * np.asarray(k, np.float64) * r[None, :])[-1]
+
+
+def test_swish_loss_hessian_is_the_second_derivative():
+    f = np.linspace(-40, 40, 801).reshape(-1, 1) * np.ones((1, 3))
+    y = np.tile(np.eye(3), (267, 1))[:801]
+    got = np.asarray(le.swish_loss_hessian(jnp.asarray(f, jnp.float32), jnp.asarray(y, jnp.float32)))
+    np.testing.assert_allclose(got, _swish_hessian(f, y), atol=2e-6)
+    # against autodiff of ½(φ(z) − y)² (where it is positive)
+    second = jax.vmap(jax.grad(jax.grad(lambda z, t: 0.5 * (le.PAPER_SWISH(z) - t) ** 2)))
+    auto = np.asarray(second(jnp.asarray(f.ravel()), jnp.asarray(y.ravel(), jnp.float32))).reshape(f.shape)
+    np.testing.assert_allclose(got, np.maximum(auto, 0), atol=2e-6)
+
+
+def test_swish_curvature_bound_between_refreshes():
+    """Between two measurements of the kernel the step uses λ̂_t = λ_max(D_r^½K_rD_r^½) + ‖d_t − d_r‖∞λ_max(K_r)
+    (Weyl), which bounds λ_max(D_t^½K_rD_t^½); at a refresh step the state is measured again."""
+    m = 24
+    model = le.one_hidden_layer(m)
+    data = le.paper_data(scales.get("nonlinear_output", "ci"))
+    rule = le.local_curvature_step(model, data, "swish")
+    p0, p1 = (jax.tree_util.tree_map(lambda a, i=i: a[i], le.init_params(model, [3, 4], salt=m)) for i in range(2))
+    state = rule.measure(p0)
+    k0 = np.asarray(kernels.empirical_ntk(model.apply, p0, data.x, flat=True), np.float64)
+    y = np.asarray(data.y)
+    f0, f1 = (np.asarray(model.apply(p, data.x)) for p in (p0, p1))
+    assert float(state.lam_gn) == pytest.approx(_gn_lambda_max(k0, f0, y), rel=1e-4)
+    assert float(state.lam_kernel) == pytest.approx(np.linalg.eigvalsh(k0)[-1], rel=1e-4)
+    bound = float(rule.bound(p1, state))
+    d0, d1 = _swish_hessian(f0, y).reshape(-1), _swish_hessian(f1, y).reshape(-1)
+    assert bound == pytest.approx(_gn_lambda_max(k0, f0, y) + np.abs(d1 - d0).max() * np.linalg.eigvalsh(k0)[-1],
+                                  rel=1e-4)
+    assert bound >= _gn_lambda_max(k0, f1, y)
+    grads = jax.tree_util.tree_map(jnp.ones_like, p1)
+    opt = rule(0.5)
+    for step, refreshed in ((250, False), (300, True), (7, True)):
+        upd, new = opt.update(grads, state, p1, step=jnp.asarray(step))
+        lam = _gn_lambda_max(np.asarray(kernels.empirical_ntk(model.apply, p1, data.x, flat=True)), f1, y) \
+            if refreshed else bound
+        assert float(upd["v"][0, 0]) == pytest.approx(-0.5 * float(state.lam_start) / lam, rel=2e-4)
+        assert (float(new.lam_gn) != float(state.lam_gn)) == refreshed
+    with pytest.raises(ValueError, match="step"):
+        opt.update(grads, state, p1)
 
 
 @pytest.mark.parametrize("training_name", ["cross_entropy", "swish"])
@@ -215,14 +265,14 @@ def test_train_runs_matches_a_python_loop(training_name):
         p = jax.tree_util.tree_map(lambda a, r=r: a[r], params)
         k_f = kernel["linear"](p)
         lam = np.linalg.eigvalsh(np.asarray(k_f, np.float64))[-1]
-        beta_ref = 0.5 if training_name == "cross_entropy" else le.PAPER_SWISH.lipschitz**2
         if training_name == "cross_entropy":
             lr = 60 / (0.5 * lam)
 
             def paper_loss(q):
                 return -jnp.sum(y * jax.nn.log_softmax(maps["linear"].apply(q, x), axis=-1)) / 60
         else:
-            lr = 60 / (le.PAPER_SWISH.lipschitz**2 * lam) / 2  # the step for Eq. (47) = (1/N)Σ‖·‖²
+            # the measured curvature at w₀, for Eq. (47) = (1/N)Σ‖·‖² (half the step of training.py's loss)
+            lr = settings.swish_lr_factor * 60 / _gn_lambda_max(k_f, maps["linear"].apply(p, x), y) / 2
 
             def paper_loss(q):
                 return jnp.sum((maps["swish"].apply(q, x) - y) ** 2) / 60
@@ -237,8 +287,11 @@ def test_train_runs_matches_a_python_loop(training_name):
                 sup[n] = max(sup[n], change)
                 assert out["curves"][n][r][t] == pytest.approx(change, rel=2e-3, abs=1e-5)
             if t < steps:
-                step = lr * beta_ref / _local_curvature(training_name, np.asarray(maps["linear"].apply(p, x)),
-                                                        np.asarray(y))
+                f_t = np.asarray(maps["linear"].apply(p, x))
+                if training_name == "cross_entropy":
+                    step = lr * 0.5 / _local_curvature(f_t, np.asarray(y))
+                else:  # before the first refresh interval the kernel is measured at every step
+                    step = settings.swish_lr_factor * 60 / _gn_lambda_max(kernel["linear"](p), f_t, np.asarray(y)) / 2
                 p = jax.tree_util.tree_map(lambda a, g, step=step: a - step * g, p, grad(p))
         for n in names:
             assert out["delta_k"][n][r] == pytest.approx(sup[n], rel=2e-3, abs=1e-5)
@@ -255,6 +308,7 @@ def _fake_result(seeds, kinds, steps=(0, 1, 2, 4)):
     base = 10.0 * seeds[0]
     return {"seeds": seeds, "lr": [0.1 + s for s in seeds], "delta_k": {k: [base + s for s in seeds] for k in kinds},
             "steps": [4 for _ in seeds], "final_loss": [0.5 for _ in seeds], "cap_hit": [True for _ in seeds],
+            "trapped": [s % 2 for s in seeds],
             "record_steps": list(steps), "curves": {k: [[s] * len(steps) for s in seeds] for k in kinds}}
 
 
@@ -270,6 +324,7 @@ def test_assemble_nonlinear_output_layout():
     assert body["widths"] == [10, 20]
     assert body["delta_k"]["swish"] == [[0.0, 1.0, 22.0], [0.0, 1.0, 22.0]]
     assert body["steps"]["softmax"] == [[4, 4, 4], [4, 4, 4]]
+    assert body["swish_trapped"] == [[0, 1, 0], [0, 1, 0]]
     assert body["trajectory"]["width"] == 20 and body["trajectory"]["epochs"]["linear"] == [0, 1, 2, 4]
     assert body["trajectory"]["linear"] == [[0, 1, 2]] * 4
     assert body["settings"]["learning_rates"]["cross_entropy"][0] == pytest.approx([0.1, 1.1, 2.1])
@@ -330,7 +385,7 @@ def test_sharded_runs_match_one_device():
 # Both reproductions at ci scale: JSON keys and resume
 # ---------------------------------------------------------------------------------------------
 
-COMMON_KEYS = {"name", "scale", "settings", "seconds", "backend", "devices"}
+COMMON_KEYS = {"name", "scale", "settings", "seconds", "jax", "backend", "devices"}
 
 
 @pytest.mark.parametrize("name", ["nonlinear-output", "bottleneck"])
@@ -350,7 +405,7 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
     assert COMMON_KEYS <= set(first)
     assert first["settings"]["max_steps"] == settings.max_steps and "learning_rates" in first["settings"]
     if name == "nonlinear-output":
-        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss"} <= set(first)
+        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss", "swish_trapped"} <= set(first)
         assert first["widths"] == list(settings.widths)
         for field in ("delta_k", "steps", "final_loss"):
             assert set(first[field]) == {"linear", "softmax", "swish"}
@@ -384,9 +439,10 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
 def test_right_panel_and_runs_table_from_fake_pieces():
     """The right-panel ratio min(softmax, swish)/linear per seed, and one table row per run."""
     ce = {"delta_k": {"linear": [0.1, 0.2]}, "final_change": {"softmax": [1.0, 0.9]}, "steps": [5, 6],
-          "loss_curve": [[1.0, 0.5], [2.0, 0.1]], "final_loss": [5e-5, 6e-5], "cap_hit": [False, False]}
+          "loss_curve": [[1.0, 0.5], [2.0, 0.1]], "final_loss": [5e-5, 6e-5], "cap_hit": [False, False],
+          "record_steps": [0, 6]}
     sw = {"final_change": {"swish": [0.5, 1.2]}, "steps": [9, 9], "loss_curve": [[3.0, 1.0], [3.0, 2.0]],
-          "final_loss": [1.0, 2.0], "cap_hit": [True, True]}
+          "final_loss": [1.0, 2.0], "cap_hit": [True, True], "trapped": [0, 2], "record_steps": [0, 9]}
     pieces = [({"training": "swish", "width": 7, "seeds": [1, 0]}, sw),
               ({"training": "cross_entropy", "width": 7, "seeds": [0, 1]}, ce)]
     panel = le.right_panel(pieces, 7)
@@ -396,3 +452,25 @@ def test_right_panel_and_runs_table_from_fake_pieces():
     table = le.runs_table(pieces)
     assert len(table) == 4 and table["cap hit"].sum() == 2
     assert table.loc[table["task"] == "swish (Eq. 47)", "initial loss"].tolist() == [3.0, 3.0]
+    # seed 1 of the swish piece still descends at the cap (loss 3 → 1), seed 0 has a trapped entry
+    assert table.loc[table["task"] == "swish (Eq. 47)", "outcome"].tolist() == ["cap", "trapped"]
+    assert set(table.loc[table["task"] != "swish (Eq. 47)", "outcome"]) == {"rule met"}
+
+
+def test_run_outcome_and_trapped_entries():
+    rec = [0, 1, 2, 4, 50, 100]
+    assert le.run_outcome(100, True, 0, rec, [9, 5, 3, 2, 1.0, 0.995]) == ("stalled", pytest.approx(0.005))
+    assert le.run_outcome(100, True, 0, rec, [9, 5, 3, 2, 1.0, 0.5])[0] == "cap"
+    assert le.run_outcome(100, True, 3, rec, [9, 5, 3, 2, 1.0, 0.995])[0] == "trapped"
+    assert le.run_outcome(4, False, 0, rec, [9, 5, 3, 2e-5, 2e-5, 2e-5]) == ("rule met", pytest.approx(1 - 2e-5 / 3))
+    # z* is where the paper's swish turns: φ' < 0 below, > 0 above, φ(z*) = z* + 10
+    z = le.SWISH_MINIMUM
+    assert z == pytest.approx(-12.7846, abs=1e-3)
+    assert le.PAPER_SWISH.numpy(z - 1e-3, 1) < 0 < le.PAPER_SWISH.numpy(z + 1e-3, 1)
+    assert float(le.PAPER_SWISH.numpy(z)) == pytest.approx(z + 10, abs=1e-9)
+    y = np.eye(3)[[0, 1, 2, 0]]
+    f = np.zeros((2, 4, 3))
+    f[0, 1, 1] = -13.0  # a target entry below z*
+    f[0, 2, 0] = -40.0  # not a target entry
+    f[1, 3, 0] = -12.0  # above z*
+    np.testing.assert_array_equal(le.trapped_entries(f, y), [1, 0])

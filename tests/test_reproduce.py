@@ -59,7 +59,7 @@ def test_outputs_and_keys(toy, tmp_path):
     result = reproduce.run("toy", "ci", tmp_path)
     on_disk = json.loads((tmp_path / "toy.json").read_text())
     assert on_disk == result
-    for key in ("name", "scale", "settings", "seconds", "backend", "devices", "table", "summary"):
+    for key in ("name", "scale", "settings", "seconds", "jax", "backend", "devices", "table", "summary"):
         assert key in on_disk
     assert on_disk["table"] == {"i": [0, 1, 2, 3, 4], "square": [0.25, 2.25, 6.25, 12.25, 20.25]}
     assert on_disk["summary"] == {"total": 41.25}
@@ -92,6 +92,32 @@ def test_shards_then_merge(toy, tmp_path):
     assert merged["cached_pieces"] == 5 and len(calls) == 5 and (tmp_path / "toy.png").exists()
     with pytest.raises(ValueError, match="shard needs out"):
         reproduce.run("toy", "ci", shard=(0, 2))
+
+
+_BOOKKEEPING = ("seconds", "compute_seconds", "cached_pieces")
+
+
+def test_legacy_shards_then_merge_equal_one_run(tmp_path):
+    """A legacy reproduction (pieces/compute/assemble) at ci scale: shards 0/2 and 1/2 fill the piece cache,
+    a call without a shard merges them, and every number of the JSON equals that of one unsharded run.
+    ``orthogonality`` is the cheapest at ci once compiled (its pieces then take milliseconds), so the three
+    calls after the first cost little in one process."""
+    name = "orthogonality"
+    assert reproduce.get(name).sweep is None  # the legacy path is what is tested
+    whole = reproduce.run(name, "ci", tmp_path / "whole", plot=False)
+    sharded = tmp_path / "sharded"
+    parts = [reproduce.run(name, "ci", sharded, shard=(i, 2)) for i in range(2)]
+    assert [p["pieces"] for p in parts] == [(whole["pieces"] + 1) // 2, whole["pieces"] // 2]
+    assert [p["cached_pieces"] for p in parts] == [0, 0] and [p["shard"] for p in parts] == [[0, 2], [1, 2]]
+    assert all(p["jax"] == whole["jax"] for p in parts)
+    assert not (sharded / f"{name}.json").exists() and not (sharded / f"{name}.png").exists()
+    merged = reproduce.run(name, "ci", sharded)
+    assert merged["cached_pieces"] == merged["pieces"] == whole["pieces"] and (sharded / f"{name}.png").exists()
+    assert json.loads((sharded / f"{name}.json").read_text()) == merged
+    strip = {k: v for k, v in whole.items() if k not in _BOOKKEEPING}
+    assert {k: v for k, v in merged.items() if k not in _BOOKKEEPING} == strip
+    with pytest.raises(ValueError, match="shard must be"):
+        reproduce.run(name, "ci", sharded, shard=(2, 2))
 
 
 def test_settings_change_uses_a_new_cache(toy, tmp_path, monkeypatch):

@@ -102,3 +102,18 @@ def test_summarize_geometric_means():
     np.testing.assert_allclose(out["a"], [2.0, 4.0])
     out = tables.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
     np.testing.assert_allclose(out["a"], [2.0, 2.0])
+
+
+def test_settings_side_by_side():
+    from ntkbook import scales
+    a, b = scales.get("nonlinear_output", "ci"), scales.get("bottleneck", "ci")
+    frame = tables.settings({"Figure 1": a, "Figure 2": b}).frame
+    keys = list(dict.fromkeys([*a.as_dict(), *b.as_dict()]))
+    assert list(frame["setting"]) == keys
+    row = dict(zip(frame["setting"], frame["Figure 2"], strict=True))
+    assert row["widths"] == "—" and row["width"] == str(b.width)
+    assert dict(zip(frame["setting"], frame["Figure 1"], strict=True))["widths"] == ", ".join(map(str, a.widths))
+    with pytest.raises(TypeError, match="columns"):
+        tables.settings({"x": {"a": 1}})
+    with pytest.raises(TypeError, match="columns"):
+        tables.settings({})

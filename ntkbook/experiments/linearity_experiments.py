@@ -32,34 +32,42 @@ seeds); the runs of a block are vmapped in one compiled loop and spread over all
 :func:`sampling_check` (every step against the log-spaced steps), :func:`output_change_split` (the
 terms A and B of Section 4's argument for a non-linear output).
 
-Step sizes (:func:`step_sizes`).  For a loss ℓ of the logits whose Hessian in f is bounded by β_ℓ,
-the Gauss–Newton part of the Hessian of the training loss in w is (1/N)·Jᵀ∇²ℓ J ≼ (β_ℓ/N)·K_f,
-so gradient descent on the linearized model is stable iff η < 2N/(β_ℓ λ_max(K_f)).  The rule is
+Step sizes (:func:`step_sizes`, :func:`swish_step_sizes`).  For a loss ℓ of the logits whose Hessian
+in f is bounded by β_ℓ, the Gauss–Newton part of the Hessian of the training loss in w is
+(1/N)·Jᵀ∇²ℓ J ≼ (β_ℓ/N)·K_f, so gradient descent on the linearized model is stable iff
+η < 2N/(β_ℓ λ_max(K_f)).  The rule of the cross-entropy runs is
 
     η = c · N / (β_ℓ · λ_max(K_f(w₀))),   c = ``lr_factor`` = 1 (half the stability limit),
 
 per run, with K_f the kernel of the logits at initialization (nearly constant along the path for a
-wide linear-output network, Chapter 3) and β_ℓ = 1/2 for the cross-entropy (the largest eigenvalue
-of diag(p) − ppᵀ is at most 1/2) and β_ℓ = L_φ² = sup|swish'|² ≈ 1.2096 for the square loss
-(1/2N)Σ‖swish(f) − y‖² of :mod:`ntkbook.training`.  That loss is half the paper's Eq. (47), so its
-stopping tolerance is half the paper's and its losses are reported doubled (paper units); the
-step sizes recorded are those for the paper's losses (η/2 for Eq. 47).
+wide linear-output network, Chapter 3) and β_ℓ = 1/2 (the largest eigenvalue of diag(p) − ppᵀ is at
+most 1/2); along the run the step follows the curvature at the current logits
+(:class:`LocalCurvatureStep`, an optax rule: η·β_ℓ/β_t with β_t ≤ β_ℓ a bound at w_t), so that the
+runs reach the paper's stopping rule (loss < 10⁻⁴, App. B) in about 10⁴ steps instead of ≈ 3·10⁵.
 
-Along the run the step follows the curvature at the current logits (:class:`LocalCurvatureStep`, an
-optax rule: η·β_ℓ/β_t with β_t ≤ β_ℓ a bound at w_t), so that the cross-entropy runs reach the paper's
-stopping rule (loss < 10⁻⁴, App. B) in about 10⁴ steps instead of ≈ 3·10⁵; the swish runs have their
-own cap (:func:`step_cap`).  Float32 throughout: a loss of 10⁻⁴ and kernel changes of 10⁻² are far
-above its resolution (the kernels' λ_max is taken in float64 by :mod:`ntkbook.eigen`).
+The swish runs minimize the square loss (1/2N)Σ‖swish(f) − y‖² of :mod:`ntkbook.training` — half the
+paper's Eq. (47), so its stopping tolerance is half the paper's, its losses are reported doubled
+(paper units) and the step sizes recorded are those for Eq. (47) (η/2).  Its curvature does not
+fall with the loss, and its convergence is set by eigenvalues of the kernel 10⁻⁵–10⁻⁴ times the
+largest, so these runs take the largest stable step from the curvature *measured* along the path:
+η_t = c_s·N/λ̂_t, λ̂_t a bound on λ_max(D_t^{1/2} K_t D_t^{1/2}) with D_t the Hessian of the loss in
+the logits and K_t the kernel of the logits, remeasured every 100 steps (:class:`LocalCurvatureStep`),
+c_s = ``swish_lr_factor`` = 1.8 (90 % of the stability limit).  They need 0.6–1.8·10⁵ steps to the
+rule (:func:`step_cap`); a run that cannot get there is stuck at a spurious stationary point
+(:data:`SWISH_MINIMUM`, :func:`run_outcome`).  Float32 throughout: a loss of 10⁻⁴ and kernel
+changes of 10⁻² are far above its resolution (the kernels' λ_max at w₀ is taken in float64 by
+:mod:`ntkbook.eigen`).
 """
 
 from __future__ import annotations
 
 import functools
 import math
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from functools import cache
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -97,6 +105,36 @@ PAPER_SWISH = swish(0.1)
 (:func:`ntkbook.activations.swish`; L = sup|φ'| ≈ 1.0998 as for every β, β_σ = sup|φ''| = 0.05)."""
 
 
+def _swish_minimum() -> float:
+    # φ'(z) = σ(u)(1 + u(1 − σ(u))), u = z/10, vanishes once, where 1 + u(1 − σ(u)) = 0 (u ≈ −1.2785)
+    lo, hi = -30.0, -5.0  # φ' < 0 at lo, > 0 at hi
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if float(PAPER_SWISH.numpy(mid, 1)) < 0 else (lo, mid)
+    return 0.5 * (lo + hi)
+
+
+SWISH_MINIMUM = _swish_minimum()
+"""z* ≈ −12.785, where the paper's swish has its minimum (φ' < 0 below it; φ(z*) = z* + 10 ≈ −2.785).  A logit whose
+target is 1 and which lies below z* is pushed further down by the gradient of (φ(f) − 1)², since
+(φ − 1)φ' > 0 there: φ(f) → 0⁻ as f → −∞, a spurious minimum with loss ≥ 1/N per such entry
+(Eq. 47).  With |x| ≈ 10 the logits at w₀ have standard deviation ≈ 7, so a few per cent of the
+initializations start there (:func:`trapped_entries`)."""
+
+
+def trapped_entries(logits: Any, y: Any) -> np.ndarray:
+    """Number of target entries (y = 1) whose logit lies below :data:`SWISH_MINIMUM`, per run.
+
+    Args:
+        logits: (..., N, k) logits f.
+        y: one-hot targets (N, k).
+
+    Returns:
+        (...) integer counts."""
+    f = np.asarray(logits, np.float64)
+    return np.sum((f < SWISH_MINIMUM) & (np.asarray(y) == 1), axis=(-2, -1))
+
+
 def loss_curvature(training: str) -> float:
     """β_ℓ: a bound on the largest eigenvalue of the Hessian of the per-sample loss in the logits.
 
@@ -130,6 +168,32 @@ def step_sizes(kernels: Any, n: int, curvature: float, *, factor: float = 1.0) -
     if np.any(lam <= 0):
         raise ValueError("a kernel has no positive eigenvalue: the model does not move under gradient descent")
     return factor * n / (curvature * lam)
+
+
+def swish_step_sizes(kernels: Any, logits: Any, y: Any, *, factor: float) -> np.ndarray:
+    """η = factor · N / λ_max(D^{1/2} K_f D^{1/2}) for every run: the measured-curvature step of the
+    swish runs at w₀ (:class:`LocalCurvatureStep`), for the loss (1/2N)Σ‖φ(f) − y‖² of
+    :mod:`ntkbook.training`.
+
+    Args:
+        kernels: flattened kernels of the logits, (R, N·k, N·k).
+        logits: f(w₀) on the training inputs, (R, N, k).
+        y: one-hot targets (N, k).
+        factor: the constant c (linearized gradient descent is stable for c < 2).
+
+    Returns:
+        (R,) step sizes; D = diag(:func:`swish_loss_hessian`), the Hessian of the loss in f.
+    """
+    k = V.numpy_array("kernels", kernels, ndim=3)
+    f = np.asarray(logits)
+    factor = V.positive_float("factor", factor)
+    if f.ndim != 3 or f.shape[0] != k.shape[0] or f.shape[1] * f.shape[2] != k.shape[-1]:
+        raise ValueError(f"logits must be (R, N, k) matching kernels {k.shape}, got {f.shape}")
+    s = np.sqrt(np.asarray(swish_loss_hessian(f, jnp.asarray(y)), np.float64).reshape(f.shape[0], -1))
+    lam = lambda_max(s[:, :, None] * k * s[:, None, :])
+    if np.any(lam <= 0):
+        raise ValueError("a run has no curvature at w₀: the model does not move under gradient descent")
+    return factor * f.shape[1] / lam
 
 
 # ---------------------------------------------------------------------------------------------
@@ -245,22 +309,30 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         training: ``"cross_entropy"`` (logits f, kernels of f and softmax(f) tracked) or
             ``"swish"`` (square loss on swish(f), its kernel tracked); the bottleneck network uses
             ``"cross_entropy"`` and its ``"linear"`` kernel.
-        settings: ``max_steps``, ``loss_tol`` (paper units), ``lr_factor`` (c), ``per_decade``.
+        settings: ``max_steps`` (and ``swish_max_steps``), ``loss_tol`` (paper units), ``lr_factor``
+            (c of the cross-entropy rule), ``swish_lr_factor`` (c of the measured-curvature rule of
+            the swish runs), ``per_decade``.
         record_steps: override the log-spaced measurement steps (e.g. every step).
         devices: the devices the runs are spread over (default: all visible ones, see
             :mod:`ntkbook.parallel`).
 
     Returns a dict of per-run lists: ``lr`` (for the paper's loss), ``lambda_max`` (of K_f(w₀)),
     ``delta_k`` {kernel: sup over the recorded steps}, ``final_change`` {kernel: at the stop},
-    ``steps``, ``final_loss`` (paper units), ``cap_hit``, and ``record_steps`` (S,), ``curves``
-    {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops), ``loss_curve`` (R, S).
+    ``steps``, ``final_loss`` (paper units), ``cap_hit``, ``trapped`` (target entries below
+    :data:`SWISH_MINIMUM` at the stop), ``lowest_target_logit`` (at the stop), and ``record_steps``
+    (S,), ``curves`` {kernel: (R, S)} with ΔK(t) (held at its final value after a run stops),
+    ``loss_curve`` (R, S).
     """
     V.choice("training", training, TRAININGS)
     max_steps = step_cap(settings, training)
     loss_tol = V.positive_float("loss_tol", settings.loss_tol)
     n = data.x.shape[0]
     kernels0 = logit_kernels(model, params, data.x)
-    lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings.lr_factor)
+    if training == "cross_entropy":
+        lr = step_sizes(kernels0, n, loss_curvature(training), factor=settings.lr_factor)
+    else:
+        logits0 = jax.vmap(model.apply, in_axes=(0, None))(params, data.x)
+        lr = swish_step_sizes(kernels0, logits0, data.y, factor=settings.swish_lr_factor)
     lam = lambda_max(kernels0)
     if training == "cross_entropy":
         apply_fn, loss, tol, unit = model.apply, "cross_entropy", loss_tol, 1.0
@@ -291,6 +363,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     after = steps_rec[None, :] > steps[:, None]  # measurements after a run stopped are NaN
     curves = {name: np.where(after, np.asarray(out["final_change"][name], np.float64)[:, None],
                              np.asarray(out["change"][name], np.float64)) for name in track}
+    final_logits = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(final_params, data.x), np.float64)
     split = {name: output_change_split(name, model, params, final_params, data.x, kernels0)
              for name in track if name != "linear"}
     return {
@@ -302,56 +375,134 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         "steps": steps.tolist(),
         "final_loss": final_loss.tolist(),
         "cap_hit": ((steps >= max_steps) & ~(final_loss < loss_tol)).tolist(),
+        "trapped": trapped_entries(final_logits, data.y).tolist(),
+        "lowest_target_logit": final_logits.min(axis=(1, 2), where=np.asarray(data.y) == 1, initial=np.inf).tolist(),
         "record_steps": steps_rec.tolist(),
         "curves": {k: v.tolist() for k, v in curves.items()},
         "loss_curve": np.where(after, final_loss[:, None], unit * np.asarray(out["loss"], np.float64)).tolist(),
     }
 
 
+class CurvatureState(NamedTuple):
+    """State of the measured-curvature step of the swish runs (:class:`LocalCurvatureStep`), per run.
+
+    ``kernel`` K_r (3N, 3N) and ``hessian`` d_r (3N,) at the last refresh r; ``lam_kernel`` λ_max(K_r),
+    ``lam_gn`` λ_max(D_r^{1/2} K_r D_r^{1/2}) with their top eigenvectors ``u_kernel``, ``u_gn`` (warm
+    starts of the next power iterations); ``lam_start`` the bound at w₀ (the step ``lr`` belongs to it).
+    """
+
+    kernel: Array
+    hessian: Array
+    lam_kernel: Array
+    lam_gn: Array
+    u_kernel: Array
+    u_gn: Array
+    lam_start: Array
+
+
+def swish_loss_hessian(f: Any, y: Any) -> Any:
+    """d = max(φ'(f)² + (φ(f) − y)·φ''(f), 0): the diagonal of ∇²_f ½‖φ(f) − y‖² (it is diagonal, the loss
+    being a sum over the entries), negative parts removed, same shape as ``f`` (any array library's
+    arrays: JAX in, JAX out).  Its largest entry is at most L_φ² + |φ(f) − y|·sup|φ''| (β_t of the bound)."""
+    f = jnp.asarray(f)
+    d = PAPER_SWISH.derivative(f) ** 2 + (PAPER_SWISH(f) - y) * PAPER_SWISH.derivative(f, 2)
+    return jnp.maximum(d, 0.0)
+
+
+def _power_iteration(a: Array, u: Array, iterations: int) -> tuple[Array, Array]:
+    """λ_max of a symmetric positive semi-definite matrix by ``iterations`` power iterations from ``u``:
+    (Rayleigh quotient, unit vector).  Warm-started from the previous top eigenvector, a few dozen
+    iterations suffice (the eigenvector moves little between refreshes)."""
+    def body(_, v):
+        w = a @ v
+        return w / jnp.maximum(jnp.linalg.norm(w), jnp.finfo(w.dtype).tiny)
+
+    u = jax.lax.fori_loop(0, iterations, body, u / jnp.linalg.norm(u))
+    return u @ (a @ u), u
+
+
 class LocalCurvatureStep:
-    """Gradient descent whose step follows the loss curvature at the current logits (an optax rule).
+    """Gradient descent whose step follows the loss curvature along the path (an optax rule).
 
     The rule η = c·N/(β_ℓ λ_max(K_f)) uses the curvature bound β_ℓ of the loss in the logits over
-    all logits.  At the current logits f_t a smaller bound holds, and gradient descent stays as stable
-    (and as close to gradient flow) with the step c·N/(β_t λ_max(K_f)) = η·β_ℓ/β_t:
+    all logits and the kernel at w₀.
 
-    * cross-entropy: ∇²_f ℓᵢ = diag(pᵢ) − pᵢpᵢᵀ has largest eigenvalue ≤ its trace
-      Σ_c p_c(1 − p_c) ≤ 2(1 − p_{i,yᵢ}), so β_t = min(1/2, 2 maxᵢ (1 − p_{i,yᵢ}));
-    * square loss on swish: ∇²_f ½(φ(f) − y)² = φ'(f)² + (φ(f) − y)φ''(f) ≤ φ'(f)² + |φ(f) − y|·sup|φ''|,
-      so β_t = max_{i,c} of that (at most L_φ² + |r|/20).
+    **Cross-entropy** (``lr`` = that η): at the current logits f_t a smaller bound holds, and gradient
+    descent stays as stable (and as close to gradient flow) with the step η·β_ℓ/β_t:
+    ∇²_f ℓᵢ = diag(pᵢ) − pᵢpᵢᵀ has largest eigenvalue ≤ its trace Σ_c p_c(1 − p_c) ≤ 2(1 − p_{i,yᵢ}), so
+    β_t = min(1/2, 2 maxᵢ (1 − p_{i,yᵢ})).  The curvature of the cross-entropy falls with the loss, so
+    with the fixed η the loss decays like 1/t (the paper's L < 10⁻⁴ would need ≈ 3·10⁵ steps at
+    m = 300); with β_t it decays geometrically.  β_t is floored at ``floor``·β_ℓ (steps at most
+    1/floor times η) so that a run never takes an unbounded step.
 
-    The curvature of the cross-entropy falls with the loss, so with the fixed η the loss decays like
-    1/t (the paper's L < 10⁻⁴ would need ≈ 3·10⁵ steps at m = 300); with β_t it decays
-    geometrically.  The path is that of gradient flow at a different speed (the step-size check of
-    the chapter halves c and compares).  β_t is floored at ``floor``·β_ℓ (steps at most 1/floor
-    times η) so that a run never takes an unbounded step.
+    **Square loss on swish** (``lr`` = the step at w₀): the Gauss–Newton part of the Hessian of
+    L = (1/2N)Σ‖φ(f) − y‖² in w is (1/N)Jᵀ D J with D = diag(d(f_t)) (:func:`swish_loss_hessian`), whose
+    largest eigenvalue is λ_max(D^{1/2} K_t D^{1/2})/N, K_t the kernel of the logits at w_t: the
+    curvature is *measured* along the path.  Every ``refresh`` steps (and at every step before
+    that) K_r and d_r are recomputed and λ_max(K_r), λ_max(D_r^{1/2} K_r D_r^{1/2}) found by power
+    iteration; in between, d moves with f_t and
+
+        λ_max(D_t^{1/2} K_r D_t^{1/2}) ≤ λ_max(D_r^{1/2} K_r D_r^{1/2}) + ‖d_t − d_r‖_∞ · λ_max(K_r) =: λ̂_t
+
+    (Weyl's inequality for K_r^{1/2} D K_r^{1/2}), and the step is c·N/λ̂_t = ``lr``·λ̂₀/λ̂_t.  The
+    loss is a sum of squares, so its convergence is set by the smallest eigenvalues of the kernel
+    and the step cannot grow as for the cross-entropy: it can only be as large as stability allows,
+    c < 2 for the linearized model (``swish_lr_factor``).  Left out of λ̂_t: the drift of K between
+    refreshes and the part Σ rᵢ φ'ᵢ ∇²fᵢ/N of the Hessian, O(‖r‖/√m); c below 2 is their margin, and
+    a run that became unstable would show as a loss above the tolerance at the cap.
 
     Args:
         logits: (params) ↦ the logits f (N, k) on the training inputs (a hashable callable).
         y: one-hot targets (N, k).
         training: ``"cross_entropy"`` or ``"swish"``.
-        floor: the smallest β_t/β_ℓ.
+        floor: the smallest β_t/β_ℓ (cross-entropy).
+        kernel: (params) ↦ the flattened kernel of the logits (N·k, N·k) (required for ``"swish"``).
+        refresh: steps between two measurements of the kernel (``"swish"``).
+        iterations: power iterations per refresh (warm-started; 10× as many at w₀).
     """
 
-    def __init__(self, logits: Any, y: Any, training: str, floor: float = 1e-4):
+    def __init__(self, logits: Any, y: Any, training: str, floor: float = 1e-4, *, kernel: Any = None,
+                 refresh: int = 100, iterations: int = 40):
         V.choice("training", training, TRAININGS)
         self.logits, self.y, self.training = logits, jnp.asarray(y), training
         self.floor = V.positive_float("floor", floor)
         self.reference = loss_curvature(training)
+        if training == "swish" and kernel is None:
+            raise ValueError("training='swish' measures the curvature: give kernel, (params) -> K_f (Nk, Nk)")
+        self.kernel = kernel
+        self.refresh = V.positive_int("refresh", refresh)
+        self.iterations = V.positive_int("iterations", iterations)
 
     def curvature(self, params: PyTree) -> Array:
-        """β_t at ``params`` (a scalar)."""
-        f = self.logits(params)
-        if self.training == "cross_entropy":
-            p = jax.nn.softmax(f, axis=-1)
-            wrong = 1.0 - jnp.sum(p * self.y, axis=-1)
-            beta = jnp.minimum(0.5, 2.0 * jnp.max(wrong))
-        else:
-            r = jnp.abs(PAPER_SWISH(f) - self.y)
-            beta = jnp.max(PAPER_SWISH.derivative(f) ** 2 + r * PAPER_SWISH.smoothness)
+        """β_t of the cross-entropy rule at ``params`` (a scalar)."""
+        p = jax.nn.softmax(self.logits(params), axis=-1)
+        beta = jnp.minimum(0.5, 2.0 * jnp.max(1.0 - jnp.sum(p * self.y, axis=-1)))
         return jnp.maximum(beta, self.floor * self.reference)
 
+    def measure(self, params: PyTree, state: CurvatureState | None = None) -> CurvatureState:
+        """Kernel, loss Hessian and their top eigenpairs at ``params`` (warm-started from ``state``)."""
+        k = self.kernel(params)
+        d = swish_loss_hessian(self.logits(params), self.y).reshape(-1).astype(k.dtype)
+        s = jnp.sqrt(d)
+        gn = s[:, None] * k * s[None, :]
+        if state is None:
+            u0 = jnp.ones(k.shape[0], k.dtype)
+            lam_k, u_k = _power_iteration(k, u0, 10 * self.iterations)
+            lam_g, u_g = _power_iteration(gn, u0, 10 * self.iterations)
+            return CurvatureState(k, d, lam_k, lam_g, u_k, u_g, lam_g)
+        lam_k, u_k = _power_iteration(k, state.u_kernel, self.iterations)
+        lam_g, u_g = _power_iteration(gn, state.u_gn, self.iterations)
+        return CurvatureState(k, d, lam_k, lam_g, u_k, u_g, state.lam_start)
+
+    def bound(self, params: PyTree, state: CurvatureState) -> Array:
+        """λ̂_t ≥ λ_max(D_t^{1/2} K_r D_t^{1/2}) from the state of the last refresh (a scalar)."""
+        d = swish_loss_hessian(self.logits(params), self.y).reshape(-1).astype(state.hessian.dtype)
+        return state.lam_gn + jnp.max(jnp.abs(d - state.hessian)) * state.lam_kernel
+
     def __call__(self, lr: Any) -> optax.GradientTransformation:
+        if self.training == "swish":
+            return self._swish(lr)
+
         def init(params):
             return optax.EmptyState()
 
@@ -360,6 +511,20 @@ class LocalCurvatureStep:
             return jax.tree_util.tree_map(lambda g: scale.astype(g.dtype) * g, grads), state
 
         return optax.GradientTransformation(init, update)
+
+    def _swish(self, lr: Any) -> optax.GradientTransformationExtraArgs:
+        def init(params):
+            return self.measure(params)
+
+        def update(grads, state, params=None, *, step=None, **_):
+            if step is None:
+                raise ValueError("the swish step rule needs the step t (ntkbook.training.train passes it)")
+            renew = (step < self.refresh) | (step % self.refresh == 0)
+            state = jax.lax.cond(renew, lambda: self.measure(params, state), lambda: state)
+            scale = -lr * state.lam_start / self.bound(params, state)
+            return jax.tree_util.tree_map(lambda g: scale.astype(g.dtype) * g, grads), state
+
+        return optax.GradientTransformationExtraArgs(init, update)
 
 
 _STEP_RULES: dict[tuple[Any, str, int], tuple[LabelledData, LocalCurvatureStep]] = {}
@@ -370,8 +535,9 @@ def local_curvature_step(model: MLP, data: LabelledData, training: str) -> Local
     set, task), so that the compiled training loop is reused)."""
     key = (model, training, id(data))
     if key not in _STEP_RULES:  # the data set is kept with the rule, so its id stays unique
+        kernel = functools.partial(_kernel_on, model, data.x) if training == "swish" else None
         _STEP_RULES[key] = (data, LocalCurvatureStep(functools.partial(_apply_on, model, data.x), data.y,
-                                                     training))
+                                                     training, kernel=kernel))
     return _STEP_RULES[key][1]
 
 
@@ -379,14 +545,20 @@ def _apply_on(model: MLP, x: Array, params: PyTree) -> Array:
     return model.apply(params, x)
 
 
+def _kernel_on(model: MLP, x: Array, params: PyTree) -> Array:
+    return empirical_ntk(model.apply, params, x, flat=True)
+
+
 def step_cap(settings: Mapping[str, Any], training: str) -> int:
     """The step cap of a task: ``max_steps``, or ``swish_max_steps`` for Figure 1's swish task.
 
-    The square loss on swish converges like exp(−λ_min t): the points of class 0 (x ≈ 0) have kernel
-    entries ~100 times smaller than those of classes ±10, so it needs far more steps than the
-    cross-entropy with the step of :class:`LocalCurvatureStep`; its own cap keeps its cost bounded,
-    and its runs are reported with the loss they reach (ΔK over a prefix of the path is a lower bound
-    of the paper's supremum)."""
+    Both are guards: every run is meant to stop at the paper's rule (loss < ``loss_tol``).  The square
+    loss on swish converges like exp(−2ηλ t) over the eigenvalues λ of D^{1/2}KD^{1/2} that carry the
+    residual, and those are 10⁻⁵–10⁻⁴ of the largest (the kernel entries of the points of class 0,
+    x ≈ 0, are ~50 times smaller than those of the classes at ±10, and within a cluster the kernel is
+    nearly singular): with the stable step η < 2N/λ_max it takes 0.6–1.8·10⁵ steps at every width
+    (measured at m = 30 … 10⁴), against ~10⁴ for the cross-entropy whose step grows as its curvature
+    falls.  A run that hits the cap is either stuck (:func:`stuck_runs`) or needs a larger cap."""
     V.choice("training", training, TRAININGS)
     cap = settings.swish_max_steps if training == "swish" and hasattr(settings, "swish_max_steps") \
         else settings.max_steps
@@ -472,8 +644,9 @@ def nonlinear_output_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]
     """Independent pieces of Figure 1: one per (task, width, block of seeds).
 
     A block holds ``runs_per_piece`` seeds trained together (vmapped, and sharded over the
-    devices): 1 on a CPU, where stacking runs saves nothing and the cache then holds each
-    (task, width, seed); all runs on a GPU, where they share every kernel launch.
+    devices): on a CPU as many as it has cores (:func:`ntkbook.training.train` runs the seeds of
+    a wide network one per thread, and stacks those of a narrow one); all runs on a GPU, where
+    they share every kernel launch.
     """
     if settings.trajectory_width not in settings.widths:
         raise ValueError(f"trajectory_width {settings.trajectory_width} must be one of widths {settings.widths}")
@@ -509,7 +682,8 @@ def _per_width(pieces, results, widths, training, field, kernel=None) -> list[li
 
 def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results: list) -> dict[str, Any]:
     """The JSON body of ``nonlinear-output``: ``widths``, ``delta_k``, ``trajectory``, ``steps``,
-    ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]) and the learning
+    ``final_loss`` (each {"linear", "softmax", "swish"}: [[per run] per width]), ``swish_trapped``
+    (target entries below :data:`SWISH_MINIMUM` at the stop, [[per run] per width]) and the learning
     rates in ``settings``."""
     widths = [int(m) for m in settings.widths]
     task = {"linear": "cross_entropy", "softmax": "cross_entropy", "swish": "swish"}
@@ -532,15 +706,17 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
     trajectory["epochs"] = epochs
     _warn_caps("nonlinear-output", caps, widths, settings.max_steps)
     return {"widths": widths, "delta_k": delta_k, "trajectory": trajectory, "steps": steps,
-            "final_loss": final_loss,
+            "final_loss": final_loss, "swish_trapped": _per_width(pieces, results, widths, "swish", "trapped"),
             "settings": {"learning_rates": lrs, "step_cap_hits": caps,
                          "step_size_rule": STEP_SIZE_RULE, "loss_units": LOSS_UNITS}}
 
 
-STEP_SIZE_RULE = ("eta = lr_factor * N / (beta_loss * lambda_max(K_f(w0))) per run, K_f the (3N x 3N) tangent "
-                  "kernel of the logits at initialization; beta_loss = 1/2 (cross-entropy), "
-                  "sup|swish'|^2 (square loss on swish); learning_rates are for the paper's losses "
-                  "(Eq. 46, 47, 49)")
+STEP_SIZE_RULE = ("cross-entropy: eta = lr_factor * N / (beta_loss * lambda_max(K_f(w0))) per run, K_f the "
+                  "(3N x 3N) tangent kernel of the logits at initialization, beta_loss = 1/2, scaled along the "
+                  "run by 1/2 over a bound beta_t of the local curvature; swish (square loss): eta_t = "
+                  "swish_lr_factor * N / lambda_hat_t, lambda_hat_t a bound on lambda_max(D^1/2 K_f D^1/2) at w_t "
+                  "(D the loss Hessian in the logits, K_f remeasured every 100 steps); learning_rates are the "
+                  "steps at w0 for the paper's losses (Eq. 46, 47, 49)")
 LOSS_UNITS = "final_loss and loss_tol in the paper's units: Eq. (46)/(49) cross-entropy, Eq. (47) (1/N) sum ||.||^2"
 
 
@@ -603,7 +779,8 @@ def run_figure(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], 
     in-process and without writing anything.
 
     Returns ``(result, pieces)``: the dict the command line writes (less the runner's bookkeeping
-    keys) and the list of (piece, piece result) pairs, for analyses beyond the figure."""
+    keys) and the list of (piece, piece result) pairs, for analyses beyond the figure; each piece
+    result records its wall time in ``"_seconds"``, as the command line's piece cache does."""
     from ..progress import progress
 
     if name == "nonlinear-output":
@@ -613,7 +790,11 @@ def run_figure(name: str, settings: Mapping[str, Any]) -> tuple[dict[str, Any], 
     else:
         raise ValueError(f"unknown name {name!r}; expected 'nonlinear-output' or 'bottleneck'")
     items = pieces(settings)
-    results = [compute(p, settings) for p in progress(items, desc=name, total=len(items))]
+    results = []
+    for p in progress(items, desc=name, total=len(items)):
+        start = time.perf_counter()
+        results.append(compute(p, settings))
+        results[-1]["_seconds"] = time.perf_counter() - start  # as the command line's piece cache records
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return assemble(settings, items, results), list(zip(items, results, strict=True))
@@ -663,9 +844,37 @@ def right_panel(pieces: Sequence[tuple[dict, dict]], width: int) -> dict[str, np
     return out
 
 
+STALL_DECREASE = 0.01
+"""A run that hits its step cap has *stalled* when its loss fell by less than this fraction over the
+second half of the run (a run still converging at the slowest rate seen, exp(−6·10⁻⁵ t), falls by a
+factor e⁻⁶ over the 10⁵ steps of the second half of a 2·10⁵-step cap)."""
+
+
+def run_outcome(steps: int, cap_hit: bool, trapped: int, record_steps: Sequence[int],
+                loss_curve: Sequence[float]) -> tuple[str, float]:
+    """How a run ended: ``"rule met"`` (loss below the tolerance), or at the cap ``"trapped"`` (a target
+    entry below the swish minimum, :func:`trapped_entries`), ``"stalled"`` (loss down by less than
+    :data:`STALL_DECREASE` over the second half of the run) or ``"cap"`` (still descending: the cap
+    was too small).  Returns ``(outcome, decrease)`` with decrease = 1 − L(t_end)/L(t_half), t_half the
+    last recorded step ≤ t_end/2."""
+    rec = np.asarray(record_steps)
+    curve = np.asarray(loss_curve, np.float64)
+    half = curve[rec <= steps // 2][-1]
+    end = curve[rec <= steps][-1]
+    decrease = float(1.0 - end / half)
+    if not cap_hit:
+        return "rule met", decrease
+    if trapped > 0:
+        return "trapped", decrease
+    return ("stalled" if decrease < STALL_DECREASE else "cap"), decrease
+
+
 def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dict, dict]] = ()) -> Any:
     """One row per run of Figures 1 and 2: figure, task, size, seed, steps, initial and final loss
-    (paper units), and whether the step cap stopped it (a pandas DataFrame)."""
+    (paper units), whether the step cap stopped it, how it ended (:func:`run_outcome`, with the
+    relative decrease of the loss over the second half of the run), and whether the loss fell from
+    each measured step to the next up to the stop (``"loss falls"``), and the wall time of the piece
+    the run belongs to (``"piece seconds"``, where :func:`run_figure` recorded it) — a pandas DataFrame."""
     import pandas as pd
 
     task = {"cross_entropy": "cross-entropy (Eq. 46)", "swish": "swish (Eq. 47)"}
@@ -675,9 +884,16 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
             size = f"m = {p['width']}" if fig == "Figure 1" else f"m_b = {p['bottleneck_width']}"
             name = task[p["training"]] if fig == "Figure 1" else "cross-entropy (Eq. 49)"
             for i, seed in enumerate(p["seeds"]):
+                trapped = int(r["trapped"][i]) if p.get("training") == "swish" else 0
+                outcome, decrease = run_outcome(int(r["steps"][i]), bool(r["cap_hit"][i]), trapped,
+                                                r["record_steps"], r["loss_curve"][i])
+                taken = np.asarray(r["loss_curve"][i], np.float64)[np.asarray(r["record_steps"]) <= r["steps"][i]]
                 rows.append({"figure": fig, "task": name, "size": size, "seed": int(seed),
                              "steps": int(r["steps"][i]), "initial loss": float(r["loss_curve"][i][0]),
-                             "final loss": float(r["final_loss"][i]), "cap hit": bool(r["cap_hit"][i])})
+                             "final loss": float(r["final_loss"][i]), "cap hit": bool(r["cap_hit"][i]),
+                             "outcome": outcome, "decrease, 2nd half": decrease if r["cap_hit"][i] else np.nan,
+                             "loss falls": bool(np.all(np.diff(taken) <= 0)),
+                             "piece seconds": float(r.get("_seconds", np.nan))})
     return pd.DataFrame(rows)
 
 
@@ -731,8 +947,11 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
     With η/2, t steps cover the gradient-flow time η·t/2, so the run with c/2 and the cap S is
     compared with the run with c over its first S/2 steps (S/2 is one of the measured steps, see
     :func:`measurement_steps`); a run that stops at the loss tolerance before that is compared over
-    its whole path.  Both runs use the same compiled loop (same cap), so the check costs no
-    compilation.
+    its whole path.  The cross-entropy runs use the same compiled loop (same cap), so their check
+    costs no compilation.  The swish runs (both constants halved: ``lr_factor`` and
+    ``swish_lr_factor``) need ~10⁵ steps to the rule, so their reruns are capped at S =
+    ``check_steps`` and compared with the first ``check_steps``/2 steps of the run with c: the
+    check is on the part of the path where the kernel moves most.
 
     Args:
         settings: the figure's settings.
@@ -752,6 +971,8 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
     seeds = list(range(runs))
     half_settings = settings.replace(lr_factor=settings.lr_factor / 2)
     if figure == "nonlinear-output":
+        half_settings = half_settings.replace(swish_lr_factor=settings.swish_lr_factor / 2,
+                                              swish_max_steps=min(settings.check_steps, settings.swish_max_steps))
         kinds = FIGURE1_KINDS
 
         def run(s, size, training):
@@ -774,7 +995,7 @@ def step_size_check(settings: Mapping[str, Any], *, figure: str, sizes: Sequence
                 base = run(settings, size, training)
             half = run(half_settings, size, training)
             rec = np.asarray(base["record_steps"])
-            horizon = step_cap(settings, training) // 2
+            horizon = step_cap(half_settings, training) // 2
             for kind in KERNELS[training]:
                 if kind not in kinds:
                     continue
@@ -801,6 +1022,41 @@ def _merged(pieces: Sequence[tuple[dict, dict]], figure: str, size: int, trainin
     return {"record_steps": chosen[0][1]["record_steps"],
             "curves": {k: np.concatenate([np.asarray(r["curves"][k]) for _, r in chosen])[:runs] for k in kinds},
             "delta_k": {k: np.concatenate([np.asarray(r["delta_k"][k]) for _, r in chosen])[:runs] for k in kinds}}
+
+
+def trapped_at_init(settings: Mapping[str, Any], *, width: int, seeds: Sequence[int]) -> np.ndarray:
+    """Target entries below :data:`SWISH_MINIMUM` at w₀ for each seed of Figure 1 at ``width`` (the
+    initializations of :func:`nonlinear_output_piece`; no training): (len(seeds),) counts."""
+    model = one_hidden_layer(V.positive_int("width", width))
+    data = paper_data(settings)
+    params = init_params(model, list(seeds), salt=int(width))
+    return trapped_entries(jax.vmap(model.apply, in_axes=(0, None))(params, data.x), data.y)
+
+
+def trap_check(settings: Mapping[str, Any], *, width: int, steps: int, search: int = 100) -> dict[str, Any]:
+    """Train the first trapped initialization of Figure 1's swish task at ``width`` for ``steps`` steps.
+
+    The seed is the smallest in ``range(search)`` with a target entry below :data:`SWISH_MINIMUM` at
+    w₀ (:func:`trapped_at_init`); it is trained with the swish task's rule (:func:`train_runs`, cap
+    ``steps``).  Returns ``{"seed", "trapped_start", "trapped_end", "lowest_start", "lowest_end" (the
+    lowest target logit), "steps", "final_loss" (paper units), "floor"}`` with floor = trapped_end/N, the loss
+    of the trapped entries alone once φ(f) → 0⁻ (each contributes (φ(f) − 1)² ≥ 1)."""
+    width = V.positive_int("width", width)
+    counts = trapped_at_init(settings, width=width, seeds=range(V.positive_int("search", search)))
+    if not np.any(counts):
+        raise ValueError(f"no trapped initialization among the first {search} seeds at width {width}")
+    seed = int(np.argmax(counts > 0))
+    model = one_hidden_layer(width)
+    data = paper_data(settings)
+    params = init_params(model, [seed], salt=width)
+    s = settings.replace(swish_max_steps=V.positive_int("steps", steps))
+    result = train_runs(model, params, data, training="swish", settings=s)
+    y = np.asarray(data.y)
+    f0 = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(params, data.x))[0]
+    return {"seed": seed, "trapped_start": int(counts[seed]), "trapped_end": int(result["trapped"][0]),
+            "lowest_start": float(f0[y == 1].min()), "lowest_end": float(result["lowest_target_logit"][0]),
+            "steps": int(result["steps"][0]), "final_loss": float(result["final_loss"][0]),
+            "floor": int(result["trapped"][0]) / y.shape[0]}
 
 
 def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
@@ -938,7 +1194,10 @@ __all__ = [
     "FIGURE1_KINDS",
     "KERNELS",
     "PAPER_SWISH",
+    "STALL_DECREASE",
+    "SWISH_MINIMUM",
     "TRAININGS",
+    "CurvatureState",
     "LocalCurvatureStep",
     "assemble_bottleneck",
     "assemble_nonlinear_output",
@@ -965,11 +1224,17 @@ __all__ = [
     "plot_figure2",
     "right_panel",
     "run_figure",
+    "run_outcome",
     "runs_table",
     "sampling_check",
     "split_table",
     "step_cap",
     "step_size_check",
     "step_sizes",
+    "swish_loss_hessian",
+    "swish_step_sizes",
     "train_runs",
+    "trap_check",
+    "trapped_at_init",
+    "trapped_entries",
 ]

@@ -2,14 +2,16 @@
 
 The network of Eq. (43) trained by full-batch gradient descent on the data of Eq. (42): the
 cross-entropy of Eq. (46) (kernels of the logits f and of softmax(f) tracked on the same path) and
-the square loss of Eq. (47) on swish(f), until the loss is below ``loss_tol`` or ``max_steps``
-steps.  Pieces are (task, width, block of seeds); see
+the square loss of Eq. (47) on swish(f), until the loss is below ``loss_tol`` (or the step cap, a guard:
+``max_steps``, ``swish_max_steps``).  Pieces are (task, width, block of seeds); see
 :mod:`ntkbook.experiments.linearity_experiments`.
 
 JSON keys (besides the runner's): ``widths``; ``delta_k``, ``steps``, ``final_loss`` — each
 {"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs"
-({kind: steps}), "linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; the step sizes of every
-run are in ``settings.learning_rates`` ({"cross_entropy", "swish"}: [[per run] per width]).
+({kind: steps}), "linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; ``swish_trapped`` —
+[[per-run values] per width], the target entries of a swish run below the swish minimum at its stop (a run that
+cannot meet the stopping rule); the step sizes of every run (at w₀ for the swish runs, whose step follows the
+measured curvature) are in ``settings.learning_rates`` ({"cross_entropy", "swish"}: [[per run] per width]).
 """
 
 from __future__ import annotations
