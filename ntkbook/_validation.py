@@ -9,7 +9,7 @@ skipped for JAX tracers, so the functions stay usable under ``jit`` and ``vmap``
 from __future__ import annotations
 
 import numbers
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import jax
@@ -49,6 +49,38 @@ def choice(name: str, value: Any, choices: Iterable[str]) -> str:
         raise TypeError(f"{name} must be a string, one of {', '.join(map(repr, choices))}; got {value!r}")
     if value not in choices:
         raise ValueError(f"unknown {name} {value!r}; expected one of {', '.join(map(repr, choices))}")
+    return value
+
+
+def mapping(name: str, value: Any, keys: Iterable[str] = ()) -> Mapping[str, Any]:
+    """Return ``value`` if it is a mapping (a result dict, a dict of columns) holding every one of ``keys``;
+    otherwise raise ``TypeError`` (not a mapping) or ``ValueError`` naming the missing keys."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping (a dict of results), got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} lacks the key(s) {', '.join(map(repr, missing))}; it has "
+                         f"{', '.join(map(repr, value))}")
+    return value
+
+
+def records(name: str, value: Any, keys: Iterable[str] = ()) -> Sequence[Mapping[str, Any]]:
+    """Return ``value`` if it is a sequence of mappings (row dicts, e.g. a list of results) each holding every
+    one of ``keys``; otherwise raise ``TypeError`` (not a sequence of mappings) or ``ValueError`` naming the
+    row and the missing keys."""
+    if isinstance(value, (Mapping, str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a list of row dicts, got {type(value).__name__}")
+    keys = tuple(keys)
+    for i, row in enumerate(value):
+        mapping(f"{name}[{i}]", row, keys)
+    return value
+
+
+def instance(name: str, value: Any, cls: type) -> Any:
+    """Return ``value`` if it is an instance of ``cls`` (e.g. a settings dataclass); otherwise raise
+    ``TypeError`` naming the expected type."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
     return value
 
 
