@@ -52,6 +52,42 @@ def choice(name: str, value: Any, choices: Iterable[str]) -> str:
     return value
 
 
+def mapping(name: str, value: Any, keys: Iterable[str] = ()) -> Mapping[str, Any]:
+    """Return ``value`` if it is a mapping (a result dict, a dict of columns) holding every one of ``keys``;
+    otherwise raise ``TypeError`` (not a mapping) or ``ValueError`` naming the missing keys."""
+    if not isinstance(value, Mapping):
+        raise TypeError(f"{name} must be a mapping (a result dictionary), got {type(value).__name__}")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise ValueError(f"{name} lacks the field(s) {', '.join(map(repr, missing))}; it has "
+                         f"{', '.join(map(repr, value))}")
+    return value
+
+
+#: The same check under the name the experiment modules use for an experiment's result.
+fields = mapping
+
+
+def records(name: str, value: Any, keys: Iterable[str] = ()) -> list[Mapping[str, Any]]:
+    """Return ``value`` as a list if it is a non-empty sequence of mappings (the rows of an experiment's
+    table), each holding every key of ``keys``; otherwise raise ``TypeError`` (not a sequence of mappings)
+    or ``ValueError`` (no rows, or naming the row and its missing keys)."""
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise TypeError(f"{name} must be a sequence of rows (mappings), got {type(value).__name__}")
+    if len(value) == 0:
+        raise ValueError(f"{name} must hold at least one row, got none")
+    keys = tuple(keys)
+    return [mapping(f"{name}[{i}]", row, keys) for i, row in enumerate(value)]
+
+
+def instance(name: str, value: Any, cls: type) -> Any:
+    """Return ``value`` if it is an instance of ``cls`` (e.g. a settings dataclass); otherwise raise
+    ``TypeError`` naming the expected type."""
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be a {cls.__name__}, got {type(value).__name__}")
+    return value
+
+
 def int_tuple(name: str, value: Any, *, minimum: int = 1) -> tuple[int, ...]:
     """A non-empty sequence of integers >= ``minimum`` (e.g. hidden-layer widths)."""
     if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -167,27 +203,4 @@ def numpy_array(
 
 def settings(name: str, value: Any, cls: type) -> Any:
     """Return ``value`` if it is an instance of the typed settings ``cls`` (:func:`ntkbook.scales.get`)."""
-    if not isinstance(value, cls):
-        raise TypeError(f"{name} must be the {cls.__name__} settings (ntkbook.scales.get), got {type(value).__name__}")
-    return value
-
-
-def fields(name: str, value: Any, keys: Iterable[str]) -> Mapping:
-    """Return ``value`` if it is a mapping holding every key of ``keys`` (the result of an experiment)."""
-    if not isinstance(value, Mapping):
-        raise TypeError(f"{name} must be a mapping (a result dictionary), got {type(value).__name__}")
-    missing = [k for k in keys if k not in value]
-    if missing:
-        raise ValueError(f"{name} lacks the field(s) {', '.join(map(repr, missing))}")
-    return value
-
-
-def records(name: str, value: Any, keys: Iterable[str]) -> list[Mapping]:
-    """Return ``value`` as a list if it is a non-empty sequence of mappings, each holding every key of
-    ``keys`` (the rows of an experiment's table)."""
-    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-        raise TypeError(f"{name} must be a sequence of rows (mappings), got {type(value).__name__}")
-    if len(value) == 0:
-        raise ValueError(f"{name} must hold at least one row, got none")
-    keys = tuple(keys)
-    return [fields(f"{name}[{i}]", row, keys) for i, row in enumerate(value)]
+    return instance(name, value, cls)

@@ -4,7 +4,8 @@
   slope drawn as a dashed reference;
 * :func:`measured_vs_bound` — every sample as a point (bound, measured) with the diagonal: a bound
   holds when all points lie under it;
-* :func:`use_style` — colour-blind-safe palette (Okabe–Ito), readable sizes, light grid.
+* :func:`use_style` — colour-blind-safe palette (Okabe–Ito), readable sizes, light grid;
+* :func:`label_ticks` — ticks of a log x-axis at the measured values (widths, radii) only.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 import matplotlib as mpl
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.ticker import NullFormatter
 
 from .fitting import PowerLawFit, power_law_fit
 
@@ -48,6 +50,20 @@ def subplots(ncols: int = 1, nrows: int = 1, *, width: float = 6.4, height: floa
     use_style()
     fig, axes = plt.subplots(nrows, ncols, figsize=(width * ncols, height * nrows), **kw)
     return fig, axes
+
+
+def label_ticks(ax: Any, values: Any) -> None:
+    """Major x-ticks of ``ax`` at the distinct ``values`` (any shape: the measured widths or radii), labelled
+    ``{v:g}``, and no minor tick labels (a log axis would otherwise label 2×10¹, 3×10¹, ...).
+
+    Raises:
+        ValueError: if ``values`` is empty.
+    """
+    values = sorted({float(v) for v in np.ravel(values)})
+    if not values:
+        raise ValueError("values must hold at least one tick position")
+    ax.set_xticks(values, [f"{v:g}" for v in values])
+    ax.xaxis.set_minor_formatter(NullFormatter())
 
 
 def power_law(

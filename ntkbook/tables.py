@@ -11,6 +11,9 @@ thousands separators, floats to ``digits`` significant digits (4 by default), sc
 below 10⁻³ and from 10⁶ on.  Units go in the headers: name the column ``"time (s)"`` or pass
 ``units={"time": "s"}``.
 
+:func:`fit_cells` gives the cells "fitted exponent, 95% CI" of a log–log fit, :func:`order_fit` the same
+next to an order claim's window; :func:`quantities` shows a dict of named scalars as two columns
+(quantity, value).
 :func:`markdown` stays for the few tables whose cells hold maths (``$...$``), which only a Markdown
 output typesets.  :func:`summarize` condenses a sweep to one row per width (geometric means over seeds).
 """
@@ -26,6 +29,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from . import _validation as V
+from .fitting import ORDER_WINDOWS, power_law_fit
 
 #: Non-zero floats below this magnitude are written in scientific notation.
 SCI_LOW = 1e-3
@@ -242,6 +248,22 @@ def show(data: Mapping[str, Any] | Sequence[Mapping[str, Any]] | pd.DataFrame, *
     return Table(frame, caption, dict(units) if units else None, digits)
 
 
+def quantities(values: Mapping[str, Any], *, caption: str | None = None,
+               digits: int | Mapping[str, int] = 4) -> Table:
+    """A two-column table (``quantity``, ``value``) of named scalars, one row per entry of ``values`` in
+    its order — for a measurement that returns a dict of numbers, e.g. ``{"max_error": 1e-15, ...}``.
+
+    Raises:
+        TypeError: if ``values`` is not a mapping.
+        ValueError: if it is empty.
+    """
+    if not isinstance(values, Mapping):
+        raise TypeError(f"values must be a mapping name → number, got {type(values).__name__}")
+    if not values:
+        raise ValueError("values must hold at least one quantity")
+    return show({"quantity": list(values), "value": list(values.values())}, caption=caption, digits=digits)
+
+
 def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
               where: Any = None) -> dict[str, np.ndarray]:
     """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
@@ -256,6 +278,32 @@ def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
         col = np.asarray(sweep[f], dtype=np.float64)
         out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
     return out
+
+
+def fit_cells(x: Any, y: Any) -> dict[str, Any]:
+    """The log–log fit (:func:`ntkbook.fitting.power_law_fit`) of ``y`` against ``x`` as two cells of a table
+    row: ``fitted exponent`` (float) and ``95% CI`` (text ``[low, high]``, 3 decimals).
+
+    ``x`` and ``y``: positive numbers of the same size (n,), several y per x allowed (seeds).  Only shows
+    the fit; a claim (:mod:`ntkbook.claims`) decides.  Raises what :func:`~ntkbook.fitting.power_law_fit`
+    raises on bad input (``TypeError``/``ValueError``).
+    """
+    fit = power_law_fit(x, y)
+    return {"fitted exponent": fit.slope, "95% CI": f"[{fit.ci_low:.3f}, {fit.ci_high:.3f}]"}
+
+
+def order_fit(x: Any, y: Any, expect: str) -> dict[str, Any]:
+    """:func:`fit_cells` next to the window of an order claim (:data:`ntkbook.fitting.ORDER_WINDOWS`,
+    ``expect`` = ``"constant"`` or ``"decay"``), as the cells of a table row: ``predicted exponent``,
+    ``window`` (text ``[low, high)``: windows are half-open, :class:`ntkbook.fitting.RateWindow`),
+    ``fitted exponent`` and ``95% CI``.  Only shows the fit; :func:`ntkbook.claims.order` decides the claim.
+
+    Raises:
+        TypeError: if ``expect`` is not a string (or ``x``, ``y`` are not arrays of numbers).
+        ValueError: if ``expect`` is not a key of ``ORDER_WINDOWS`` (or ``x``, ``y`` are unusable).
+    """
+    win = ORDER_WINDOWS[V.choice("expect", expect, ORDER_WINDOWS)]
+    return {"predicted exponent": win.predicted, "window": f"[{win.low:g}, {win.high:g})", **fit_cells(x, y)}
 
 
 def markdown(header: Sequence[str], rows: Sequence[Sequence[Any]]):

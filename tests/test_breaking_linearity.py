@@ -210,3 +210,29 @@ def test_lemma_h1_tail_against_closed_form():
     assert abs(r["corrected"] - r["corrected_exact"]) <= 5 * se
     with pytest.raises(ValueError, match="delta"):
         bl.lemma_h1_tail(jax.random.key(0), radius=0.5, delta=1.5, draws=10)
+
+
+def test_eq29_parts_and_median_kernel_change_by_hand():
+    nl = {"phi1": np.array([-0.5, 1.0]), "phi2": np.array([2.0, -3.0]), "kernel": np.array([1.0, 2.0]),
+          "hessian": np.array([0.1, 0.2])}
+    limit, vanishing = bl.eq29_parts(nl)
+    np.testing.assert_allclose(limit, [2.0, 6.0])
+    np.testing.assert_allclose(vanishing, [0.05, 0.2])
+    with pytest.raises(ValueError, match="phi2"):
+        bl.eq29_parts({k: v for k, v in nl.items() if k != "phi2"})
+    ball = {"point": np.array(["gradient", "gradient", "W0", "gradient", "gradient"]),
+            "width": np.array([8, 8, 8, 32, 32]), "kernel_change": np.array([0.1, 0.3, 9.0, 0.5, 0.7])}
+    assert bl.median_kernel_change(ball, (8, 32), point="gradient") == [pytest.approx(0.2), pytest.approx(0.6)]
+    with pytest.raises(ValueError, match="point"):
+        bl.median_kernel_change(ball, (8, 32), point="nowhere")
+
+
+def test_bottleneck_width_fits_against_an_exact_power_law():
+    bw = {"width": np.array([64, 64, 64, 32]), "bottleneck": np.array([1.0, 4.0, 16.0, 1.0])}
+    bw["hessian"] = bw["bottleneck"] ** -0.5
+    bw["kernel_change"] = 3 * bw["bottleneck"] ** -1.0
+    fits = bl.bottleneck_width_fits(bw, 64)
+    assert fits["hessian"].slope == pytest.approx(-0.5, abs=1e-12)
+    assert fits["kernel_change"].slope == pytest.approx(-1.0, abs=1e-12)
+    with pytest.raises(TypeError, match="fixed_width"):
+        bl.bottleneck_width_fits(bw, 64.0)

@@ -566,3 +566,72 @@ def test_exceedance_counts_formula():
     mean = 10 * 0.1 + 20 * 0.05
     assert out["relu"]["allowed"] == pytest.approx(mean + 3 * math.sqrt(10 * 0.1 * 0.9 + 20 * 0.05 * 0.95))
     assert out["tanh"]["allowed"] == pytest.approx(10.0)  # a bound above 1 is capped at probability 1
+
+
+def test_ball_quantities_and_chapter_tables_on_synthetic_sweeps():
+    """The quantities the chapter's checks assert, against values computed by hand on a tiny table."""
+    ball = {"width": np.array([16, 64]), "h0": np.array([0.5, 0.25]), "k_min": np.array([2.0, 4.0]),
+            "ball_max[1]": np.array([1.0, 0.5])}
+    ratio, excess = db.ratio_and_excess(ball, 1.0)
+    np.testing.assert_array_equal(ratio, [0.5, 0.125])
+    np.testing.assert_array_equal(excess, [0.5, 0.25])
+    with pytest.raises(ValueError, match="ball_max\\[2\\]"):
+        db.ratio_and_excess(ball, 2.0)
+    with pytest.raises(TypeError, match="mapping"):
+        db.ratio_and_excess([1.0], 1.0)
+    arch = {"h0": np.array([1.0, 3.0]), "h_sphere": np.array([2.0, 1.0])}
+    np.testing.assert_array_equal(db.architecture_hessian(arch), [2.0, 3.0])
+    np.testing.assert_array_equal(db.activation_hessian({"h0": arch["h0"], "ascent": arch["h_sphere"]}), [2.0, 3.0])
+    with pytest.raises(ValueError, match="h_sphere"):
+        db.architecture_hessian({"h0": arch["h0"]})
+    assert db.narrowed_labels(2) == {0: "all layers (uniform)", 1: "layer 1 only", 2: "layer 2 only"}
+    with pytest.raises(ValueError, match="depth"):
+        db.narrowed_labels(0)
+    # min-width table: medians per (layer, m_j), exponent of an exact power law ‖H‖ = m_j^(−1/2)
+    cfg = scales.get("thm_3_3", "ci")
+    mw = {"layer": np.repeat(np.arange(cfg.depth + 1), len(cfg.narrow)),
+          "narrow": np.tile(np.asarray(cfg.narrow, float), cfg.depth + 1)}
+    mw["hessian"] = mw["narrow"] ** -0.5
+    frame = db.min_width_table(mw, cfg).frame
+    assert len(frame) == cfg.depth + 1
+    np.testing.assert_allclose(frame["fitted exponent"].astype(float), -0.5, atol=1e-12)
+    with pytest.raises(TypeError, match="Thm33"):
+        db.min_width_table(mw, scales.get("thm_3_2", "ci"))
+
+
+def test_compression_and_layer_norm_groupings():
+    rows = [{"network": "MLP (float64)", "compressed": 1.0, "reference": 1.1},
+            {"network": "MLP (float32)", "compressed": 2.0, "reference": 2.2},
+            {"network": "ResNet (float64)", "compressed": 3.0, "reference": 3.3}]
+    small, large = dh.split_by_precision(rows)
+    assert small == {"compressed": [1.0, 3.0], "reference": [1.1, 3.3]}
+    assert large == {"compressed": [2.0], "reference": [2.2]}
+    with pytest.raises(ValueError, match=r"rows\[0\] lacks the field\(s\) 'reference'"):
+        dh.split_by_precision([{"network": "x", "compressed": 1.0}])
+    with pytest.raises(TypeError, match="sequence of rows"):
+        dh.split_by_precision(rows[0])
+    q71, q73 = "‖∂α/∂W‖", "‖∂²α/∂α⁻²‖₂₂₁"
+    norm_rows = [{"model": "MLP", "quantity": q71, "formula": 1.0, "reference": 1.0, "exact": True},
+                 {"model": "MLP", "quantity": q73, "formula": 2.0, "reference": 2.0, "exact": True},
+                 {"model": "MLP", "quantity": q73, "formula": 5.0, "reference": 9.0, "exact": False},
+                 {"model": "ResNet", "quantity": q71, "formula": 3.0, "reference": 3.0, "exact": True}]
+    groups = {(model, eq): (f, r) for model, eq, f, r in dh.layer_norm_groups(norm_rows)}
+    assert [g[:2] for g in dh.layer_norm_groups(norm_rows)] == [
+        ("MLP", "Eq. 69"), ("MLP", "Eq. 71"), ("MLP", "Eq. 73"), ("MLP", "Eq. 74"), ("MLP", "Eq. 75"),
+        ("ResNet", "Eq. 101")]
+    assert groups["MLP", "Eq. 71"] == ([1.0], [1.0])
+    assert groups["MLP", "Eq. 73"] == ([2.0], [2.0])  # the row not certified exact is left out
+    assert groups["ResNet", "Eq. 101"] == ([3.0], [3.0])
+    assert groups["MLP", "Eq. 69"] == ([], [])
+
+
+def test_lemma_3_1_table_windows_and_exponents():
+    widths = np.array([16.0, 64.0, 256.0])
+    worst = {"depth": np.full(3, 2), "width": widths, "Q_inf": widths**-0.5, "Q_L": np.ones(3),
+             "Q_221": 2 * np.ones(3), "blockwise": widths**-0.4}
+    frame = dh.lemma_3_1_table(worst, (2,)).frame
+    assert list(frame["quantity"]) == list(dh.LEMMA_3_1_ORDERS)
+    np.testing.assert_allclose(frame["fitted exponent"].astype(float), [-0.5, 0.0, 0.0, -0.4], atol=1e-12)
+    assert list(frame["window"]) == ["[-2, -0.25)", "[-0.25, 0.25)", "[-0.25, 0.25)", "[-2, -0.25)"]
+    with pytest.raises(ValueError, match="Q_221"):
+        dh.lemma_3_1_table({k: v for k, v in worst.items() if k != "Q_221"}, (2,))

@@ -244,3 +244,17 @@ def test_validation_names_the_argument(monkeypatch):
         extreme_eigenpairs(op, method="dense")
     with pytest.raises(ValueError, match="tol"):
         eigen.refine_unconverged(extreme_eigenpairs(a), lambda i: None, tol=-1.0)
+
+
+def test_power_iteration_matches_the_dense_top_eigenvalue(x64):
+    """Warm-started power iteration against eigh: a PSD matrix with gap λ₂/λ₁ = 1/2, so 60 steps put the
+    Rayleigh quotient within (1/2)^120 of λ_max (float64: to rounding); it never exceeds λ_max."""
+    rng = np.random.default_rng(0)
+    q, _ = np.linalg.qr(rng.normal(size=(12, 12)))
+    lam = np.concatenate([[2.0, 1.0], np.linspace(0.0, 0.9, 10)])
+    a = jnp.asarray((q * lam) @ q.T)
+    value, u = eigen.power_iteration(a, jnp.asarray(rng.normal(size=12)), 60)
+    assert abs(float(value) - 2.0) < 1e-12
+    assert abs(abs(float(u @ jnp.asarray(q[:, 0]))) - 1.0) < 1e-12
+    few, _ = eigen.power_iteration(a, jnp.asarray(rng.normal(size=12)), 3)
+    assert float(few) <= 2.0 + 1e-12

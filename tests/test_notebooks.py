@@ -3,9 +3,10 @@ outputs nbval compares, captioned figures, labelled theorem-like blocks; in norm
 agreement with its MyST twin (``tests/notebook_format.py``).
 
 ``make test`` executes each chapter once with papermill (``tests/execute_chapters.py``); the book is
-rendered from those outputs (``tests/test_book.py``) and nbval re-executes the executed copies in lax
-mode, comparing the outputs of the cells tagged ``nbval-check-output`` — every cell that records a
-claim — with papermill's: the suite's own proof that two executions give the same claim numbers.
+rendered from those outputs (``tests/test_book.py``) and nbval re-executes executed copies in lax
+mode (one chapter in ``make test``, every chapter in ``make test-determinism``), comparing the outputs of
+the cells tagged ``nbval-check-output`` — every cell that records a claim — and the claims ledger with
+papermill's: the suite's own proof that two executions give the same claim numbers.
 """
 
 from __future__ import annotations

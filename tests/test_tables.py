@@ -117,3 +117,44 @@ def test_settings_side_by_side():
         tables.settings({"x": {"a": 1}})
     with pytest.raises(TypeError, match="columns"):
         tables.settings({})
+
+
+def test_quantities_two_columns_in_order():
+    t = tables.quantities({"max_error": 1e-15, "samples": 12}, caption="c")
+    assert list(t.frame.columns) == ["quantity", "value"]
+    assert list(t.frame["quantity"]) == ["max_error", "samples"]
+    assert t.caption == "c"
+    with pytest.raises(TypeError, match="mapping"):
+        tables.quantities([1.0])
+    with pytest.raises(ValueError, match="at least one"):
+        tables.quantities({})
+
+
+def test_fit_cells_and_order_fit_against_an_exact_power_law():
+    from ntkbook.fitting import ORDER_WINDOWS
+
+    x = np.repeat([16.0, 64.0, 256.0], 2)
+    y = 3.0 * x**-0.5 * np.tile([1.0, 1.01], 3)
+    # independent reference: the least-squares slope of log y on log x in closed form
+    lx, ly = np.log(x), np.log(y)
+    slope = np.sum((lx - lx.mean()) * (ly - ly.mean())) / np.sum((lx - lx.mean()) ** 2)
+    cells = tables.fit_cells(x, y)
+    assert list(cells) == ["fitted exponent", "95% CI"]
+    assert cells["fitted exponent"] == pytest.approx(slope, rel=1e-12)
+    assert slope == pytest.approx(-0.5, abs=1e-12)
+    low, high = (float(v) for v in cells["95% CI"].strip("[]").split(", "))
+    assert low < -0.5 < high
+    row = tables.order_fit(x, y, "decay")
+    assert list(row) == ["predicted exponent", "window", "fitted exponent", "95% CI"]
+    win = ORDER_WINDOWS["decay"]
+    assert row["predicted exponent"] == win.predicted
+    # windows are half-open [low, high): the text says so
+    assert row["window"] == "[-2, -0.25)"
+    assert tables.order_fit(x, y, "constant")["window"] == "[-0.25, 0.25)"
+    assert row["fitted exponent"] == cells["fitted exponent"] and row["95% CI"] == cells["95% CI"]
+    with pytest.raises(ValueError, match="expect"):
+        tables.order_fit(x, y, "growth")
+    with pytest.raises(TypeError, match="expect"):
+        tables.order_fit(x, y, 0)
+    with pytest.raises(ValueError, match="same number"):
+        tables.fit_cells(x, y[:3])

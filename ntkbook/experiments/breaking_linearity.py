@@ -25,7 +25,7 @@ Bottleneck (Eq. 30–33, Theorem 4.1, Eq. 106–111):
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from functools import partial
 from typing import Any
@@ -67,6 +67,7 @@ from ..scales import (
     BreakingNonlinearOutput,
     BreakingTheorem41,
 )
+from ..tables import Table, quantities, show, summarize
 from ..training import train_traced
 
 Array = jax.Array
@@ -721,3 +722,228 @@ def lemma_h1_tail(key: Array, *, radius: float, delta: float, draws: int) -> dic
             "printed_exact": float(2 * stats.norm.sf(level * radius**2)),
             "corrected_exact": float(2 * stats.norm.sf(math.sqrt(2 * level))),
             "allowed": allowed, "binomial_se": math.sqrt(allowed * (1 - allowed) / draws)}
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's tables and the quantities its checks assert
+# ---------------------------------------------------------------------------------------------
+
+
+def decomposition_table(dense: Mapping[str, float], hvp: Mapping[str, float]) -> Table:
+    """The numbers of :func:`hessian_decomposition_dense` (Eq. 27–29, dense float64 Hessians) and of
+    :func:`hessian_decomposition_hvp` (Eq. 28 as Hessian-vector products), one row each.
+
+    Raises:
+        TypeError: if ``dense`` or ``hvp`` is not a mapping.
+    """
+    V.mapping("dense", dense)
+    V.mapping("hvp", hvp)
+    return quantities({**{f"dense: {k}": v for k, v in dense.items()}, **{f"HVP: {k}": v for k, v in hvp.items()}},
+                      caption="Eq. 27–29 with dense float64 Hessians, and Eq. 28 as Hessian-vector products.")
+
+
+def eq29_parts(nl: Mapping[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """The two terms of Eq. (28)–(29) at every (network, input) of :func:`nonlinear_output_sweep`:
+    ``(limit, vanishing)`` = (|φ''(f)| K(x, x), the limit of ‖H̃‖; |φ'(f)| ‖H‖, the part that vanishes with
+    the width).  By Weyl's inequality | ‖H̃‖ − limit | ≤ vanishing.
+
+    Raises:
+        TypeError: if ``nl`` is not a mapping.
+        ValueError: if it lacks ``phi1``, ``phi2``, ``kernel`` or ``hessian``.
+    """
+    V.mapping("nl", nl, ("phi1", "phi2", "kernel", "hessian"))
+    return np.abs(nl["phi2"]) * nl["kernel"], np.abs(nl["phi1"]) * nl["hessian"]
+
+
+def nonlinear_output_table(nl: Mapping[str, np.ndarray], settings: BreakingNonlinearOutput) -> Table:
+    """Per width of :func:`nonlinear_output_sweep`, geometric means over seeds and inputs: ‖H‖, ‖H̃‖ and the
+    two terms of :func:`eq29_parts`, and the share of inputs where the Eq. (29) lower bound is positive.
+
+    Raises:
+        TypeError: if ``nl`` is not a mapping or ``settings`` not a ``BreakingNonlinearOutput``.
+        ValueError: if ``nl`` lacks a column of :func:`nonlinear_output_sweep`.
+    """
+    V.instance("settings", settings, BreakingNonlinearOutput)
+    V.mapping("nl", nl, ("width", "hessian_tilde", "eq29_bound", "lanczos_residual"))
+    limit, vanishing = eq29_parts(nl)
+    sm = summarize({**nl, "limit": limit, "vanishing": vanishing}, "width",
+                   ("hessian", "hessian_tilde", "limit", "vanishing"))
+    data = {"m": sm["width"], "‖H‖": sm["hessian"], "‖H̃‖": sm["hessian_tilde"], "|φ''|K": sm["limit"],
+            "|φ'|‖H‖": sm["vanishing"],
+            "share of Eq. 29 bound > 0": [float(np.mean(nl["eq29_bound"][nl["width"] == m] > 0))
+                                         for m in sm["width"]]}
+    return show(data, caption=f"Geometric means over {settings.seeds} seeds × {settings.num_inputs} inputs. "
+                f"Largest Lanczos residual {nl['lanczos_residual'].max():.1e}.")
+
+
+_RUN_COLUMNS = ("width", "kernel_change_tilde", "kernel_change_base_same_weights", "kernel_change_linear_trained",
+                "max_weight_change", "dist2", "output_change", "max_residual_tilde", "max_residual_linear")
+"""The columns of the training runs of :func:`nonlinear_output_sweep` that :func:`nonlinear_runs_table` shows."""
+
+
+def nonlinear_runs_table(runs: Mapping[str, np.ndarray]) -> Table:
+    """Per width of the training runs of :func:`nonlinear_output_sweep`, geometric means over seeds: the
+    kernel changes (f̃ trained, f between the same weights, f trained), how far the weights moved and the
+    largest output change; the caption gives the largest final residuals.
+
+    Raises:
+        TypeError: if ``runs`` is not a mapping.
+        ValueError: if it lacks a column of the training runs of :func:`nonlinear_output_sweep`.
+    """
+    V.mapping("runs", runs, _RUN_COLUMNS)
+    sm = summarize(runs, "width", ("kernel_change_tilde", "kernel_change_base_same_weights",
+                                   "kernel_change_linear_trained", "max_weight_change", "dist2", "output_change"))
+    data = {"m": sm["width"], "ΔK̃ (f̃ trained)": sm["kernel_change_tilde"],
+            "ΔK of f, same w₀ → w*": sm["kernel_change_base_same_weights"],
+            "ΔK (f trained)": sm["kernel_change_linear_trained"], "‖w*−w₀‖∞": sm["max_weight_change"],
+            "‖w*−w₀‖": sm["dist2"], "max|f(w*)−f(w₀)|": sm["output_change"]}
+    return show(data, caption="Kernel changes ‖K(w*) − K(w₀)‖_F/‖K(w₀)‖_F on the six training points; largest "
+                f"final residuals {runs['max_residual_tilde'].max():.1e} (f̃) and "
+                f"{runs['max_residual_linear'].max():.1e} (f).")
+
+
+def eq30_table(e30: Mapping[str, np.ndarray], settings: BreakingEq30) -> Table:
+    """Per activation and width of :func:`eq30_sweep`: the (2,2,1)-norm per unit of width (mean over seeds),
+    its limit E[w²|σ''(wα)|] and whether every norm was computed exactly.
+
+    Raises:
+        TypeError: if ``e30`` is not a mapping or ``settings`` not a ``BreakingEq30``.
+        ValueError: if ``e30`` lacks a column of :func:`eq30_sweep`.
+    """
+    V.instance("settings", settings, BreakingEq30)
+    V.mapping("e30", e30, ("activation", "width", "norm_221", "limit", "exact"))
+    rows = []
+    for act in settings.activations:
+        for m in settings.widths:
+            sel = (e30["activation"] == act) & (e30["width"] == m)
+            rows.append({"σ": act, "m": int(m), "‖T‖₂,₂,₁ / m": float(np.mean(e30["norm_221"][sel] / m)),
+                         "limit E[w²|σ''(wα)|]": float(e30["limit"][sel][0] / m),
+                         "all exact": bool(e30["exact"][sel].all())})
+    return show(rows, caption="Eq. (30): the (2,2,1)-norm of ∂²α⁽ˡ⁺¹⁾/∂(α⁽ˡ⁾)² per unit of width, mean over "
+                f"{settings.seeds} seeds.")
+
+
+def block_check_table(block_chk: Mapping[str, float]) -> Table:
+    """The one row of :func:`hessian_block_check`.
+
+    Raises:
+        TypeError: if ``block_chk`` is not a mapping.
+    """
+    V.mapping("block_chk", block_chk)
+    return show([block_chk], caption="Eq. 108–109 against dense autodiff (float64), and H(W; cx) against c⁴H(W; x).")
+
+
+def theorem_4_1_table(t41: Mapping[str, Any], t41c: Mapping[str, np.ndarray], settings: BreakingTheorem41,
+                      c1: float) -> Table:
+    """Per width of :func:`theorem_4_1_sweep`: initializations, median block, the empirical C₁ and the failure
+    rates of :func:`theorem_4_1_constants` (checked with ``c1``) at δ = 0.05, 0.2, 0.4; the caption also gives
+    the Gaussian-limit constant :func:`gaussian_limit_c1` of the δ grid.
+
+    Raises:
+        TypeError: if ``t41`` or ``t41c`` is not a mapping, ``settings`` not a ``BreakingTheorem41`` or ``c1``
+            not a number.
+        ValueError: if a column is missing or ``c1`` ≤ 0.
+    """
+    V.instance("settings", settings, BreakingTheorem41)
+    V.mapping("t41", t41, ("widths", "block"))
+    V.mapping("t41c", t41c, ("c1_empirical", "failure"))
+    c1 = V.positive_float("c1", c1)
+    rows = [{"m": int(m), "initializations": t41["block"].shape[1], "median ‖block‖": float(np.median(t41["block"][i])),
+             "empirical C₁": t41c["c1_empirical"][i],
+             **{f"fail δ={d:g}": t41c["failure"][i, j] for j, d in enumerate(settings.deltas) if d in (0.05, 0.2, 0.4)}}
+            for i, m in enumerate(t41["widths"])]
+    c1_inf = gaussian_limit_c1(settings.deltas)
+    return show(rows, caption=f"Theorem 4.1 at W₀, x = {settings.x}: failure rates of the bound with C₁ = {c1:.0f} "
+                f"(allowed: 2δ + e^(−m/16)), and the largest C₁ that works at every δ. C₁ in the Gaussian limit "
+                f"over this δ grid: {c1_inf:.1f}.")
+
+
+def lemma_h1_table(h1: Mapping[str, float]) -> Table:
+    """The one row of :func:`lemma_h1_tail` (run at R = 1/2, δ₂ = 0.1).
+
+    Raises:
+        TypeError: if ``h1`` is not a mapping.
+    """
+    V.mapping("h1", h1)
+    return show([h1], caption="Eq. 124 at s = t = R e₁, R = 1/2, δ₂ = 0.1: fractions of draws above the printed "
+                "and the corrected bound.")
+
+
+def bottleneck_ball_table(ball: Mapping[str, np.ndarray], settings: BreakingBottleneckBall) -> Table:
+    """Per kind of point (:data:`BALL_POINTS`) and width of :func:`bottleneck_ball_sweep`: medians over
+    initializations of ‖H‖, the w⁽²⁾ block, the distance from W₀ and the relative kernel change.
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping or ``settings`` not a ``BreakingBottleneckBall``.
+        ValueError: if ``ball`` lacks a column of :func:`bottleneck_ball_sweep`.
+    """
+    V.instance("settings", settings, BreakingBottleneckBall)
+    V.mapping("ball", ball, ("point", "width", "hessian", "block", "distance", "kernel_change", "lanczos_residual"))
+    rows = []
+    for p in BALL_POINTS:
+        for m in settings.widths:
+            sel = (ball["point"] == p) & (ball["width"] == m)
+            rows.append({"point": p, "m": int(m), "median ‖H‖": float(np.median(ball["hessian"][sel])),
+                         "median ‖w⁽²⁾ block‖": float(np.median(ball["block"][sel])),
+                         "median distance": float(np.median(ball["distance"][sel])),
+                         "median |ΔK|/K": float(np.median(ball["kernel_change"][sel]))})
+    return show(rows, caption=f"Eq. (31) network, x = {settings.x}, {settings.seeds} initializations per width "
+                "(medians: ‖H‖ has a heavy lower tail). Largest Lanczos residual "
+                f"{ball['lanczos_residual'].max():.1e}.")
+
+
+def median_kernel_change(ball: Mapping[str, np.ndarray], widths: Any, point: str) -> list[float]:
+    """Per width (in the order of ``widths``): the median over initializations of the relative kernel change
+    |ΔK|/K of :func:`bottleneck_ball_sweep` at the points of kind ``point`` (one of :data:`BALL_POINTS`).
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping or ``point`` not a string.
+        ValueError: if ``ball`` lacks a column or ``point`` is not one of :data:`BALL_POINTS`.
+    """
+    V.mapping("ball", ball, ("point", "width", "kernel_change"))
+    V.choice("point", point, BALL_POINTS)
+    at = ball["point"] == point
+    return [float(np.median(ball["kernel_change"][at & (ball["width"] == m)])) for m in widths]
+
+
+def bottleneck_width_table(bw: Mapping[str, np.ndarray], settings: BreakingBottleneckWidth) -> Table:
+    """Per bottleneck width m_b of :func:`bottleneck_width_sweep` at the fixed outer width: geometric means
+    over seeds of ‖H(W₀)‖ and of the kernel change; the caption gives the largest final residual.
+
+    Raises:
+        TypeError: if ``bw`` is not a mapping or ``settings`` not a ``BreakingBottleneckWidth``.
+        ValueError: if ``bw`` lacks a column of :func:`bottleneck_width_sweep`.
+    """
+    V.instance("settings", settings, BreakingBottleneckWidth)
+    V.mapping("bw", bw, ("width", "bottleneck", "hessian", "kernel_change", "max_residual"))
+    sm = summarize(bw, "bottleneck", ("hessian", "kernel_change"), where=bw["width"] == settings.fixed_width)
+    return show({"m_b": sm["bottleneck"], "‖H(W₀)‖": sm["hessian"], "ΔK": sm["kernel_change"]},
+                caption=f"(m, m_b, m) networks with m = {settings.fixed_width}, geometric means over "
+                f"{settings.seeds} seeds; largest final residual {bw['max_residual'].max():.1e}.")
+
+
+def bottleneck_width_fits(bw: Mapping[str, np.ndarray], fixed_width: int) -> dict[str, Any]:
+    """Log–log fits (:func:`ntkbook.fitting.power_law_fit`) of ‖H(W₀)‖ (``"hessian"``) and of the kernel
+    change (``"kernel_change"``) against the bottleneck width m_b, at the outer width ``fixed_width``.
+
+    Raises:
+        TypeError: if ``bw`` is not a mapping or ``fixed_width`` not an integer.
+        ValueError: if ``bw`` lacks a column, ``fixed_width`` < 1, or no run has that outer width (from
+            :func:`~ntkbook.fitting.power_law_fit`).
+    """
+    V.mapping("bw", bw, ("width", "bottleneck", "hessian", "kernel_change"))
+    fixed_width = V.positive_int("fixed_width", fixed_width)
+    fixed = bw["width"] == fixed_width
+    return {col: power_law_fit(bw["bottleneck"][fixed], bw[col][fixed]) for col in ("hessian", "kernel_change")}
+
+
+def table_1_table(table: Sequence[Mapping[str, Any]]) -> Table:
+    """The rows of :func:`table_1` without their private keys (``_fits``, ``_x``, ...).
+
+    Raises:
+        TypeError: if ``table`` is not a list of mappings.
+    """
+    V.records("table", table)
+    return show([{k: v for k, v in row.items() if not k.startswith("_")} for row in table],
+                caption="Table 1 of Liu, Zhu & Belkin (2020), measured. Paper: ‖H‖ = Õ(1/√m), Õ(1), Õ(1); NTK "
+                "Θ(1) for all three; transition Yes, No, No.")

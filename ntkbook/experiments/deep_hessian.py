@@ -30,8 +30,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from matplotlib.figure import Figure
 
 from .. import _validation as V
+from .. import plotting
 from ..data.sphere import unit_scale_input
 from ..eigen import extreme_eigenpairs
 from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm
@@ -44,6 +46,7 @@ from ..progress import progress
 from ..pytree import flat_spec, point_on_sphere
 from ..random import fold_key
 from ..scales import HiddenLayers, Prop31, RangeCheck, Thm31
+from ..tables import Table, order_fit, show
 
 Array = jax.Array
 PyTree = Any
@@ -496,7 +499,6 @@ def activation_tails(settings: HiddenLayers, key: Array) -> dict[str, np.ndarray
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
-
 def hidden_layer_summary(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     """One row per activation of :func:`hidden_layer_norms`: the largest c₀, the range of ‖α⁽ˡ⁾‖/√m, the largest
     ratios ‖α⁽ˡ⁾‖/bound (corrected and printed) over the rows with the input x, and the smallest first-layer ratio
@@ -533,7 +535,6 @@ def activation_tail_summary(rows: Mapping[str, np.ndarray]) -> list[dict[str, An
     return out
 
 
-
 def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     """Per activation of :func:`activation_tails`: ``exceed`` = the number of units (all layers of all networks)
     with |α_i⁽ˡ⁾| ≥ ln m + |σ(0)|, ``expected`` = Σ m·p_l (exact), and what Lemma F.4 allows: each unit exceeds
@@ -552,21 +553,286 @@ def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The chapter's tables, figure and the groupings of its checks
+# ---------------------------------------------------------------------------------------------
+
+
+def compression_table(rows: Sequence[Mapping[str, Any]]) -> Table:
+    """The rows of :func:`compression_check` (network, P, N, reference, compressed, method), 12 digits.
+
+    Raises:
+        TypeError: if ``rows`` is not a list of row dicts.
+        ValueError: if a row lacks a key of :func:`compression_check`.
+    """
+    keys = ("network", "P", "N", "reference", "compressed", "method")
+    V.records("rows", rows, keys)
+    return show([{k: r[k] for k in keys} for r in rows],
+                caption="‖H‖ at one input: references on all P parameters (dense eigvalsh "
+                "in float64 for the small networks, an iterative eigensolver on "
+                "Hessian-vector products for the large one) against the N-dimensional "
+                "compressed Hessian.", digits=12)
+
+
+def split_by_precision(rows: Sequence[Mapping[str, Any]]) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """``(small, large)``: the ``compressed`` and ``reference`` values of :func:`compression_check`, as lists
+    in row order, for the float64 networks (dense references) and for the float32 one (iterative
+    reference on all P parameters).
+
+    Raises:
+        TypeError: if ``rows`` is not a list of row dicts.
+        ValueError: if a row lacks ``network``, ``compressed`` or ``reference``.
+    """
+    V.records("rows", rows, ("network", "compressed", "reference"))
+
+    def pick(tag: str) -> dict[str, list[float]]:
+        sel = [r for r in rows if tag in r["network"]]
+        return {"compressed": [r["compressed"] for r in sel], "reference": [r["reference"] for r in sel]}
+
+    return pick("float64"), pick("float32")
+
+
+def structured_norms_table(rows: Sequence[Mapping[str, Any]], width: int) -> Table:
+    """The rows of :func:`structured_norms_check` (at ``width``): closed form against the autodiff
+    reference, 12 digits; the first layer of the ResNet (the same as the MLP's) is left out.
+
+    Raises:
+        TypeError: if ``rows`` is not a list of row dicts or ``width`` not an integer.
+        ValueError: if a row lacks a key of :func:`structured_norms_check` or ``width`` < 1.
+    """
+    V.records("rows", rows, ("model", "layer", "quantity", "formula", "reference"))
+    width = V.positive_int("width", width)
+    return show([{"model": r["model"], "layer": r["layer"], "quantity": r["quantity"], "closed form": r["formula"],
+                  "autodiff + enumeration": r["reference"]}
+                 for r in rows if r["layer"] >= 2 or r["model"] == "MLP"],
+                caption=f"Closed forms of the layer norms against autodiff tensors (float64, width {width}; "
+                "(2,2,1)-norms by exact sign-vector enumeration).", digits=12)
+
+
+LAYER_NORM_EQUATIONS: dict[str, str] = {
+    "‖∂α/∂α⁻‖": "Eq. 69",
+    "‖∂α/∂W‖": "Eq. 71",
+    "‖∂²α/∂α⁻²‖₂₂₁": "Eq. 73",
+    "‖∂²α/∂α⁻∂W‖₂₂₁": "Eq. 74",
+    "‖∂²α/∂W²‖₂₂₁": "Eq. 75",
+}
+"""The paper's equation (Liu–Zhu–Belkin 2020, App. F) of each quantity of a fully connected layer; the
+residual layer's closed forms are Eq. 101."""
+
+
+def layer_norm_groups(rows: Sequence[Mapping[str, Any]]) -> list[tuple[str, str, list[float], list[float]]]:
+    """The rows of :func:`structured_norms_check` grouped by the paper's equation, one check each:
+    ``(model, equation, formulas, references)`` for every MLP quantity of :data:`LAYER_NORM_EQUATIONS`
+    (in that order), then the ResNet's rows (all quantities, Eq. 101).  Only rows whose reference
+    :func:`ntkbook.norm_221` certified exact.
+
+    Raises:
+        TypeError: if ``rows`` is not a list of row dicts.
+        ValueError: if a row lacks a key of :func:`structured_norms_check`.
+    """
+    V.records("rows", rows, ("model", "quantity", "formula", "reference", "exact"))
+    groups = [("MLP", q, e) for q, e in LAYER_NORM_EQUATIONS.items()] + [("ResNet", None, "Eq. 101")]
+    out = []
+    for model, quantity, eq in groups:
+        sel = [r for r in rows if r["model"] == model and quantity in (None, r["quantity"]) and r["exact"]]
+        out.append((model, eq, [r["formula"] for r in sel], [r["reference"] for r in sel]))
+    return out
+
+
+PROP_3_1_FACTORS: dict[str, str] = {
+    "jw1": "‖J_w⁽¹⁾‖",
+    "tww1": "‖T_ww⁽¹⁾‖₂₂₁",
+    "taa2": "‖T_αα⁽²⁾‖₂₂₁",
+    "taw2": "‖T_αw⁽²⁾‖₂₂₁",
+    "tww2": "‖T_ww⁽²⁾‖₂₂₁",
+    "b_two2": "‖b⁽²⁾‖₂",
+    "b_inf1": "‖b⁽¹⁾‖∞",
+    "b_inf2": "‖b⁽²⁾‖∞",
+    "eq_17": "Eq. 17 bound",
+    "blockwise": "blockwise bound",
+    "hessian": "‖H‖",
+}
+"""Column of :func:`proposition_3_1` → the factor of Eq. (17) it holds (and the two bounds and ‖H‖)."""
+
+PROP_3_1_ORDERS: tuple[tuple[str, str, str, str], ...] = (
+    *((k, PROP_3_1_FACTORS[k], "constant", "Prop. 3.1") for k in ("jw1", "tww1", "taa2", "taw2", "tww2")),
+    ("b_two2", PROP_3_1_FACTORS["b_two2"], "constant", "Sec. 3.2"),
+    ("kernel", "K(x,x)", "constant", "Sec. 3.2"),
+    ("b_inf1", PROP_3_1_FACTORS["b_inf1"], "decay", "Lemma F.6"),
+    ("b_inf2", PROP_3_1_FACTORS["b_inf2"], "decay", "Lemma F.6"),
+    *((k, PROP_3_1_FACTORS[k], "decay", "Prop. 3.1") for k in ("eq_17", "blockwise", "hessian")),
+)
+"""The order of every quantity of :func:`proposition_3_1` in the width, ``(column, name, expect, where)``:
+the (2,2,1)-norms, the first-layer Jacobian, ‖b⁽²⁾‖₂ and the kernel are Θ(1) (Prop. 3.1, Sec. 3.2); the
+∞-norms of the backward vectors (Lemma F.6, per layer at W₀), the two bounds and ‖H‖ decay."""
+
+
+def proposition_3_1_table(p31: Mapping[str, np.ndarray], settings: Prop31) -> Table:
+    """Per width of :func:`proposition_3_1`: the median over initializations of every factor of Eq. (17)
+    (:data:`PROP_3_1_FACTORS`).
+
+    Raises:
+        TypeError: if ``p31`` is not a mapping or ``settings`` not a ``Prop31``.
+        ValueError: if ``p31`` lacks a column of :func:`proposition_3_1`.
+    """
+    V.instance("settings", settings, Prop31)
+    V.mapping("p31", p31, ("width", *PROP_3_1_FACTORS))
+    widths = np.unique(p31["width"])
+    data = {"width m": widths, **{label: [np.median(p31[k][p31["width"] == w]) for w in widths]
+                                  for k, label in PROP_3_1_FACTORS.items()}}
+    return show(data, caption=f"Median over {settings.seeds} initializations of every factor of "
+                f"Eq. (17), tanh, d = {settings.input_dim}.")
+
+
+def proposition_3_1_fits_table(p31: Mapping[str, np.ndarray]) -> Table:
+    """The fitted exponent in the width of every quantity of :data:`PROP_3_1_ORDERS` next to the window
+    of its order claim (:func:`ntkbook.tables.order_fit`).
+
+    Raises:
+        TypeError: if ``p31`` is not a mapping.
+        ValueError: if it lacks a column of :data:`PROP_3_1_ORDERS`.
+    """
+    V.mapping("p31", p31, ("width", *(k for k, *_ in PROP_3_1_ORDERS)))
+    return show([{"quantity": name, **order_fit(p31["width"], p31[k], expect)}
+                 for k, name, expect, _ in PROP_3_1_ORDERS],
+                caption="Log–log slopes against the width: O(1) factors (exponent 0) and "
+                "Õ(1/√m) ones (exponent −1/2); the windows are explained below.")
+
+
+def proposition_3_1_figure(p31: Mapping[str, np.ndarray]) -> Figure:
+    """The factors of Eq. (17) of :func:`proposition_3_1` against the width.  Left: medians of the Θ(1)
+    factors; right: the decaying ones, the two bounds and ‖H‖ on log–log axes with their fitted power
+    laws (:func:`ntkbook.plotting.power_law`) and the slope −1/2 drawn at Eq. 17.  Returns the figure.
+
+    Raises:
+        TypeError: if ``p31`` is not a mapping.
+        ValueError: if it lacks a column of :func:`proposition_3_1`.
+    """
+    V.mapping("p31", p31, ("width", *PROP_3_1_FACTORS))
+    widths = np.unique(p31["width"])
+    fig, (ax_o, ax_s) = plotting.subplots(2, width=5.0, height=4.0)
+    for k, color in zip(("jw1", "tww1", "taa2", "taw2", "tww2", "b_two2"), plotting.PALETTE, strict=False):
+        med = [np.median(p31[k][p31["width"] == w]) for w in widths]
+        ax_o.plot(widths, med, "o-", color=color, label=PROP_3_1_FACTORS[k])
+    ax_o.set_xscale("log")
+    ax_o.set_yscale("log")
+    ax_o.set_xlabel("width $m$")
+    ax_o.set_ylabel("factor")
+    ax_o.legend(fontsize=8)
+    for k, color in zip(("hessian", "blockwise", "eq_17", "b_inf1", "b_inf2"), plotting.PALETTE, strict=False):
+        plotting.power_law(ax_s, p31["width"], p31[k], label=PROP_3_1_FACTORS[k], color=color,
+                           reference_slope=-0.5 if k == "eq_17" else None)
+    ax_s.set_xlabel("width $m$")
+    ax_s.set_ylabel("value")
+    ax_s.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+def theorem_3_1_table(t31: Mapping[str, np.ndarray], settings: Thm31) -> Table:
+    """Per depth of :func:`theorem_3_1`: samples, the range of ‖H‖, the largest ratio of ‖H‖ to each of the
+    three bounds (blockwise, Lemma E.1, Theorem 3.1) and the medians of 𝖫_φ and C₁.
+
+    Raises:
+        TypeError: if ``t31`` is not a mapping or ``settings`` not a ``Thm31``.
+        ValueError: if ``t31`` lacks a column of :func:`theorem_3_1`.
+    """
+    V.instance("settings", settings, Thm31)
+    V.mapping("t31", t31, ("depth", "hessian", "blockwise", "lemma_e1", "theorem_3_1", "L_phi", "C1"))
+    rows = []
+    for depth in settings.depths:
+        sel = t31["depth"] == depth
+        rows.append({"L": depth, "samples": int(sel.sum()),
+                     "‖H‖ range": f"{t31['hessian'][sel].min():.3g}–{t31['hessian'][sel].max():.3g}",
+                     "max ‖H‖/blockwise": (t31["hessian"] / t31["blockwise"])[sel].max(),
+                     "max ‖H‖/Lemma E.1": (t31["hessian"] / t31["lemma_e1"])[sel].max(),
+                     "max ‖H‖/Thm 3.1": (t31["hessian"] / t31["theorem_3_1"])[sel].max(),
+                     "L_φ (median)": np.median(t31["L_phi"][sel]), "C₁ (median)": np.median(t31["C1"][sel])})
+    return show(rows, caption=f"Theorem 3.1 at W₀ and on spheres of radius {settings.radii}, "
+                f"widths {settings.widths}, {settings.seeds} initialization(s) each.")
+
+
+def hidden_layer_table(f3: Mapping[str, np.ndarray], settings: HiddenLayers) -> Table:
+    """:func:`hidden_layer_summary` of :func:`hidden_layer_norms`, with the sizes in the caption.
+
+    Raises:
+        TypeError: if ``f3`` is not a mapping or ``settings`` not a ``HiddenLayers``.
+    """
+    V.instance("settings", settings, HiddenLayers)
+    V.mapping("f3", f3)
+    return show(hidden_layer_summary(f3),
+                caption=f"Lemma F.3 at W₀ and on spheres of radius {settings.radii}: L ∈ {settings.depths}, "
+                f"m ∈ {settings.widths}, {settings.seeds} seed(s). Ratios ≤ 1 mean the bound holds; x = 0 is "
+                "the counterexample (softplus).")
+
+
+def activation_tail_table(f4: Mapping[str, np.ndarray]) -> Table:
+    """:func:`activation_tail_summary` of :func:`activation_tails`.
+
+    Raises:
+        TypeError: if ``f4`` is not a mapping.
+    """
+    V.mapping("f4", f4)
+    return show(activation_tail_summary(f4),
+                caption="Lemma F.4 at W₀: every hidden layer of every network. p_l is the exact conditional "
+                "probability that one unit exceeds ln m + |σ(0)|; bound = 2exp(−ln²m/(2𝖫_σ²s_l²)), the proof's.")
+
+
+LEMMA_3_1_ORDERS: dict[str, str] = {"Q_inf": "decay", "Q_L": "constant", "Q_221": "constant", "blockwise": "decay"}
+"""The order in the width of each quantity of Lemma 3.1 (Q_∞ = Õ(1/√m); Q_L, Q₂,₂,₁ = O(1), Eq. 23) and of the
+blockwise bound (shown, not asserted)."""
+
+
+def lemma_3_1_table(worst: Mapping[str, np.ndarray], depths: Sequence[int]) -> Table:
+    """Per depth and quantity of :data:`LEMMA_3_1_ORDERS`: the fitted exponent in the width of
+    :func:`worst_per_network` (one value per network) next to the order claim's window.
+
+    Raises:
+        TypeError: if ``worst`` is not a mapping or ``depths`` not a sequence of integers.
+        ValueError: if ``worst`` lacks a column of :data:`LEMMA_3_1_ORDERS` (or ``depth``, ``width``).
+    """
+    V.mapping("worst", worst, ("depth", "width", *LEMMA_3_1_ORDERS))
+    depths = V.int_tuple("depths", depths)
+    rows = []
+    for depth in depths:
+        sel = worst["depth"] == depth
+        for q, expect in LEMMA_3_1_ORDERS.items():
+            cells = order_fit(worst["width"][sel], worst[q][sel], expect)
+            rows.append({"L": depth, "quantity": q, "predicted": cells.pop("predicted exponent"), **cells})
+    return show(rows, caption="Exponents of the quantities of Lemma 3.1 (and of the blockwise bound) against the "
+                "width; each network contributes its largest value over the sampled points (W₀ and the spheres).")
+
+
 __all__ = [
+    "LAYER_NORM_EQUATIONS",
+    "LEMMA_3_1_ORDERS",
+    "PROP_3_1_FACTORS",
+    "PROP_3_1_ORDERS",
     "activation_tail_probability",
     "activation_tail_summary",
+    "activation_tail_table",
     "activation_tails",
     "block_bounds",
     "compression_check",
+    "compression_table",
     "eq_17_terms",
     "exceedance_counts",
     "hessian_bounds",
     "hidden_layer_norms",
     "hidden_layer_summary",
+    "hidden_layer_table",
+    "layer_norm_groups",
+    "lemma_3_1_table",
     "lemma_f3_bounds",
     "proposition_3_1",
+    "proposition_3_1_figure",
+    "proposition_3_1_fits_table",
+    "proposition_3_1_table",
+    "split_by_precision",
     "structured_norms_check",
+    "structured_norms_table",
     "theorem_3_1",
     "theorem_3_1_quantities",
+    "theorem_3_1_table",
     "worst_per_network",
 ]

@@ -24,8 +24,10 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import numpy as np
+from matplotlib.figure import Figure
 
 from .. import _validation as V
+from .. import plotting
 from ..data import digits
 from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
@@ -40,6 +42,7 @@ from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
 from ..random import fold_key
 from ..scales import Activations3, CnnResnet, Relu3, Thm32, Thm33
+from ..tables import Table, fit_cells, order_fit, show
 from ..training import distance_from_start, iterate, train
 
 Array = jax.Array
@@ -353,14 +356,306 @@ def relu_versus_smooth(settings: Relu3, key: Array) -> dict[str, np.ndarray]:
     return {k: np.asarray(v) for k, v in rows.items()}
 
 
+# ---------------------------------------------------------------------------------------------
+# The chapter's tables and figures, and the quantities its checks assert
+# ---------------------------------------------------------------------------------------------
+
+
+def ball_networks_table(rows: Sequence[Mapping[str, Any]], settings: Thm32) -> Table:
+    """One row per network of :func:`ball_sweep` (``rows``, run with ``settings``): ‖H‖ at W₀, the largest
+    over random points of each sphere, the ascent's best point in each ball, the largest along gradient
+    descent (and how far it went), K(W₀) and the seconds the network took.
+
+    Raises:
+        TypeError: if ``rows`` is not a sequence of mappings or ``settings`` not a ``Thm32``.
+        ValueError: if a row lacks a key of :func:`ball_piece`.
+    """
+    V.instance("settings", settings, Thm32)
+    V.records("rows", rows, ("width", "params", "h0", "sphere", "ascent", "gd_hessian", "gd_max_distance", "k0",
+                             "seconds"))
+    radii = list(settings.radii)
+    data = [{"m": int(r["width"]), "P": r["params"], "‖H(W0)‖": r["h0"],
+             **{f"sphere R={R:g}": max(sph) for R, sph in zip(radii, r["sphere"], strict=True)},
+             **{f"ascent R={R:g}": a for R, a in zip(radii, r["ascent"], strict=True)},
+             "GD max": max(r["gd_hessian"]), "GD ‖W−W0‖": r["gd_max_distance"], "K(W0)": r["k0"],
+             "seconds": r["seconds"]} for r in rows]
+    return show(data, caption="‖H‖ in the ball, per network (seed): at W0, the largest over random points of "
+                "each sphere, the ascent's best point in each ball, the largest along gradient descent (and how "
+                "far it went), and the kernel diagonal at W0.")
+
+
+def ratio_and_excess(ball: Mapping[str, np.ndarray], radius: float) -> tuple[np.ndarray, np.ndarray]:
+    """``(ratio, excess)``, each of shape (networks,), from :func:`ball_table` for the ball of ``radius``:
+    max_B ‖H‖ / min K (the relative curvature of Theorem 3.2; min K over W₀, the GD checkpoints and the
+    ascent maximizers) and max_B ‖H‖ − ‖H(W₀)‖ (how much the ball adds to the value at W₀).
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping or ``radius`` not a number.
+        ValueError: if ``ball`` has no column ``ball_max[radius]`` (a radius the sweep did not use).
+    """
+    radius = V.positive_float("radius", radius)
+    top = V.mapping("ball", ball, (f"ball_max[{radius:g}]", "k_min", "h0"))[f"ball_max[{radius:g}]"]
+    return top / ball["k_min"], top - ball["h0"]
+
+
+def ball_rates_table(ball: Mapping[str, np.ndarray], settings: Thm32) -> Table:
+    """The fitted exponent in the width of every quantity of the ball experiment (:func:`ball_table`, one
+    value per network, run with ``settings``) next to the window of its order claim
+    (:func:`ntkbook.tables.order_fit`).
+
+    Raises:
+        TypeError: if ``settings`` is not a ``Thm32`` or ``ball`` not a mapping.
+        ValueError: if ``ball`` lacks a column of :func:`ball_table`.
+    """
+    radii = list(V.instance("settings", settings, Thm32).radii)
+    V.mapping("ball", ball, ("width", "gd_max", "k0", "gd_distance", *(f"ball_max[{R:g}]" for R in radii)))
+    ratio, excess = ratio_and_excess(ball, radii[-1])
+    rows = [(f"max over B(W0, {R:g}) of ‖H‖", "decay", ball[f"ball_max[{R:g}]"]) for R in radii] + [
+        ("max ‖H‖ along gradient descent", "decay", ball["gd_max"]),
+        ("K(x,x) at W0", "constant", ball["k0"]),
+        (f"max_B ‖H‖ / min K (R = {radii[-1]:g})", "decay", ratio),
+        (f"excess max_B ‖H‖ − ‖H(W0)‖ (R = {radii[-1]:g})", "decay", excess),
+        ("distance travelled by gradient descent", "constant", ball["gd_distance"]),
+    ]
+    return show([{"quantity": name, **order_fit(ball["width"], values, expect)} for name, expect, values in rows],
+                caption="Log–log slopes against the width for the ball experiment (one value per network).")
+
+
+def ball_figure(ball: Mapping[str, np.ndarray], radii: Sequence[float]) -> Figure:
+    """Theorem 3.2 measured (:func:`ball_table`, columns of shape (networks,), for the ``radii`` of the
+    sweep).  Left: max_B ‖H‖ per radius and ‖H(W₀)‖ against the width (slope −1/2 drawn at the largest
+    radius); right: K(W₀) and max_B ‖H‖ / min K.  Returns the figure.
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping.
+        ValueError: if ``radii`` is empty or ``ball`` lacks one of its columns.
+    """
+    radii = list(radii)
+    if not radii:
+        raise ValueError("radii must name at least one radius of the sweep")
+    V.mapping("ball", ball, ("width", "h0", "k0", *(f"ball_max[{R:g}]" for R in radii)))
+    ratio, _ = ratio_and_excess(ball, radii[-1])
+    fig, (ax_h, ax_k) = plotting.subplots(2, width=5.0, height=4.0)
+    for R, color in zip(radii, plotting.PALETTE, strict=False):
+        plotting.power_law(ax_h, ball["width"], ball[f"ball_max[{R:g}]"], label=f"R = {R:g}", color=color,
+                           reference_slope=-0.5 if R == radii[-1] else None)
+    plotting.power_law(ax_h, ball["width"], ball["h0"], label=r"$\mathbf{W}_0$", color="0.5", marker="s")
+    plotting.label_ticks(ax_h, ball["width"])
+    ax_h.set_xlabel("width $m$")
+    ax_h.set_ylabel(r"$\max_{B(\mathbf{W}_0,R)}\|H\|$")
+    ax_h.legend(fontsize=7)
+    plotting.power_law(ax_k, ball["width"], ball["k0"], label=r"$K_{(x,x)}(\mathbf{W}_0)$", reference_slope=0.0)
+    plotting.power_law(ax_k, ball["width"], ratio, label=r"$\max_B\|H\|/\min K$", reference_slope=-0.5,
+                       reference_label="slope −1/2")
+    plotting.label_ticks(ax_k, ball["width"])
+    ax_k.set_xlabel("width $m$")
+    ax_k.legend(fontsize=7)
+    return fig
+
+
+def excess_figure(ball: Mapping[str, np.ndarray], radii: Sequence[float]) -> Figure:
+    """√m (max_B ‖H‖ − ‖H(W₀)‖) of :func:`ball_table` against the radius (``radii``: those of the sweep),
+    one line per width (geometric means over seeds), with a line of slope 1.  Returns the figure.
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping.
+        ValueError: if ``radii`` is empty or ``ball`` lacks one of its columns.
+    """
+    radii = list(radii)
+    if not radii:
+        raise ValueError("radii must name at least one radius of the sweep")
+    V.mapping("ball", ball, ("width", "h0", *(f"ball_max[{R:g}]" for R in radii)))
+    fig, ax = plotting.subplots(1, width=5.5, height=4.0)
+    for m, color in zip(np.unique(ball["width"]), plotting.PALETTE * 3, strict=False):
+        sel = ball["width"] == m
+        ex = [np.exp(np.mean(np.log(ball[f"ball_max[{R:g}]"][sel] - ball["h0"][sel] + 1e-12))) for R in radii]
+        ax.plot(radii, np.sqrt(m) * np.asarray(ex), "o-", color=color, label=f"m = {int(m)}")
+    grid_r = np.geomspace(min(radii), max(radii), 20)
+    ax.plot(grid_r, grid_r * 0.5, ":", color="0.3", label="slope 1")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    plotting.label_ticks(ax, radii)
+    ax.set_xlabel("radius $R$")
+    ax.set_ylabel(r"$\sqrt{m}\,(\max_B\|H\|-\|H(\mathbf{W}_0)\|)$")
+    ax.legend(fontsize=7, ncol=2)
+    return fig
+
+
+def narrowed_labels(depth: int) -> dict[int, str]:
+    """The ``layer`` index of :func:`min_width_sweep` → what was narrowed: 0 → all layers (a uniform
+    network of width m_j), j = 1..``depth`` → hidden layer j only.  ``depth`` ≥ 1 (``ValueError`` /
+    ``TypeError`` otherwise)."""
+    depth = V.positive_int("depth", depth)
+    return {0: "all layers (uniform)", **{j: f"layer {j} only" for j in range(1, depth + 1)}}
+
+
+def min_width_table(mw: Mapping[str, np.ndarray], settings: Thm33) -> Table:
+    """Per narrowed layer of :func:`min_width_sweep` (columns of shape (runs,), run with ``settings``): the
+    median ‖H(W₀)‖ at each m_j and the fitted exponent in m_j with its 95% interval
+    (:func:`ntkbook.tables.fit_cells`).
+
+    Raises:
+        TypeError: if ``settings`` is not a ``Thm33`` or ``mw`` not a mapping.
+        ValueError: if ``mw`` lacks a column ``layer``, ``narrow`` or ``hessian``.
+    """
+    V.instance("settings", settings, Thm33)
+    V.mapping("mw", mw, ("layer", "narrow", "hessian"))
+    rows = []
+    for j, name in narrowed_labels(settings.depth).items():
+        sel = mw["layer"] == j
+        rows.append({"narrowed": name,
+                     **{f"m_j={m}": float(np.median(mw["hessian"][sel & (mw["narrow"] == m)]))
+                        for m in settings.narrow},
+                     **fit_cells(mw["narrow"][sel], mw["hessian"][sel])})
+    return show(rows, caption=f"Median ‖H(W0)‖ when one hidden layer has width m_j and the others {settings.base}, "
+                "and for uniform networks of width m_j; log–log slope against m_j.")
+
+
+def min_width_figure(mw: Mapping[str, np.ndarray], depth: int) -> Figure:
+    """‖H(W₀)‖ of :func:`min_width_sweep` (networks of depth ``depth``) against m_j, one power law per
+    narrowed layer (slope −1/2 drawn for the uniform networks).  Returns the figure.
+
+    Raises:
+        TypeError: if ``mw`` is not a mapping.
+        ValueError: if ``mw`` lacks a column ``layer``, ``narrow`` or ``hessian``, or ``depth`` < 1.
+    """
+    V.mapping("mw", mw, ("layer", "narrow", "hessian"))
+    fig, ax = plotting.subplots(1, width=5.5, height=4.0)
+    for (j, name), color in zip(narrowed_labels(depth).items(), plotting.PALETTE, strict=False):
+        sel = mw["layer"] == j
+        plotting.power_law(ax, mw["narrow"][sel], mw["hessian"][sel], label=name, color=color,
+                           reference_slope=-0.5 if j == 0 else None)
+    plotting.label_ticks(ax, mw["narrow"])
+    ax.set_xlabel("width of the narrow layer(s) $m_j$")
+    ax.set_ylabel(r"$\|H(\mathbf{W}_0)\|$")
+    ax.legend(fontsize=7)
+    return fig
+
+
+ARCHITECTURES = {"cnn": "CNN", "resnet": "ResNet"}
+"""The ``architecture`` values of :func:`architecture_sweep` and their names."""
+
+
+def architecture_hessian(arch: Mapping[str, np.ndarray]) -> np.ndarray:
+    """max(‖H(W₀)‖, ‖H‖ at the point of the sphere) per run of :func:`architecture_sweep`, shape (runs,):
+    the quantity whose decay in the width App. G asserts.
+
+    Raises:
+        TypeError: if ``arch`` is not a mapping.
+        ValueError: if it lacks a column ``h0`` or ``h_sphere``.
+    """
+    V.mapping("arch", arch, ("h0", "h_sphere"))
+    return np.maximum(arch["h0"], arch["h_sphere"])
+
+
+def architecture_table(arch: Mapping[str, np.ndarray]) -> Table:
+    """Per architecture of :func:`architecture_sweep`: widths, largest P and the fitted exponent in the width
+    of :func:`architecture_hessian` (:func:`ntkbook.tables.fit_cells`).
+
+    Raises:
+        TypeError: if ``arch`` is not a mapping.
+        ValueError: if it lacks a column of :func:`architecture_sweep`.
+    """
+    h = architecture_hessian(V.mapping("arch", arch, ("architecture", "width", "params")))
+    rows = []
+    for a in ARCHITECTURES:
+        sel = arch["architecture"] == a
+        widths = np.unique(arch["width"][sel])
+        rows.append({"architecture": a, "widths": f"{int(widths.min())}–{int(widths.max())}",
+                     "largest P": int(arch["params"][sel].max()), **fit_cells(arch["width"][sel], h[sel])})
+    return show(rows, caption="max(‖H(W0)‖, ‖H‖ on the sphere) against the width (channels for the CNN).")
+
+
+def architecture_figure(arch: Mapping[str, np.ndarray]) -> Figure:
+    """:func:`architecture_hessian` against the width, one power law per architecture with the slope −1/2.
+    Returns the figure.
+
+    Raises:
+        TypeError: if ``arch`` is not a mapping.
+        ValueError: if it lacks a column of :func:`architecture_sweep`.
+    """
+    h = architecture_hessian(V.mapping("arch", arch, ("architecture", "width")))
+    fig, ax = plotting.subplots(1, width=5.5, height=4.0)
+    for (a, name), color in zip(ARCHITECTURES.items(), plotting.PALETTE, strict=False):
+        sel = arch["architecture"] == a
+        plotting.power_law(ax, arch["width"][sel], h[sel], label=name, color=color, reference_slope=-0.5)
+    plotting.label_ticks(ax, arch["width"])
+    ax.set_xlabel("width $m$ (channels for the CNN)")
+    ax.set_ylabel(r"$\|H\|$")
+    ax.legend(fontsize=7)
+    return fig
+
+
+def activation_hessian(acts: Mapping[str, np.ndarray]) -> np.ndarray:
+    """max(‖H(W₀)‖, the ascent's best ‖H‖ in the ball) per run of :func:`activation_sweep`, shape (runs,):
+    the quantity whose decay in the width Thm 3.2 predicts for every smooth activation.
+
+    Raises:
+        TypeError: if ``acts`` is not a mapping.
+        ValueError: if it lacks a column ``h0`` or ``ascent``.
+    """
+    V.mapping("acts", acts, ("h0", "ascent"))
+    return np.maximum(acts["h0"], acts["ascent"])
+
+
+def activation_table(acts: Mapping[str, np.ndarray], settings: Activations3) -> Table:
+    """Per activation of :func:`activation_sweep` (run with ``settings``): the median of
+    :func:`activation_hessian` at each width, the median 𝖫_φ at W₀ and the fitted exponent in the width.
+
+    Raises:
+        TypeError: if ``settings`` is not an ``Activations3`` or ``acts`` not a mapping.
+        ValueError: if ``acts`` lacks a column of :func:`activation_sweep`.
+    """
+    V.instance("settings", settings, Activations3)
+    h = activation_hessian(V.mapping("acts", acts, ("activation", "width", "L_phi")))
+    rows = []
+    for a in settings.activations:
+        sel = acts["activation"] == a
+        rows.append({"activation": a,
+                     **{f"m={m}": float(np.median(h[sel & (acts["width"] == m)])) for m in settings.widths},
+                     "L_phi (W0)": float(np.nanmedian(acts["L_phi"][sel])), **fit_cells(acts["width"][sel], h[sel])})
+    return show(rows, caption=f"Median of max(‖H(W0)‖, ascent in the ball of radius {settings.radius:g}) per "
+                "activation and width; L_phi = max_l ‖J_α‖ at W0.")
+
+
+def relu_table(relu: Mapping[str, np.ndarray], settings: Relu3) -> Table:
+    """The rows of :func:`relu_versus_smooth` (run with ``settings``): autodiff ‖H‖, the defect of ∫HΔ on the
+    segment and the kernel change, one row per run.
+
+    Raises:
+        TypeError: if ``settings`` is not a ``Relu3`` or ``relu`` not a mapping.
+        ValueError: if ``relu`` lacks a column of :func:`relu_versus_smooth`.
+    """
+    V.instance("settings", settings, Relu3)
+    keys = ("activation", "width", "seed", "hessian", "defect", "kernel_change")
+    V.mapping("relu", relu, keys)
+    return show({k: relu[k] for k in keys}, caption="Autodiff Hessian and the defect of ∫HΔ on a segment of "
+                f"length {settings.radius:g}.")
+
+
 __all__ = [
+    "ARCHITECTURES",
+    "activation_hessian",
     "activation_sweep",
+    "activation_table",
+    "architecture_figure",
+    "architecture_hessian",
     "architecture_sweep",
+    "architecture_table",
+    "ball_figure",
+    "ball_networks_table",
     "ball_piece",
+    "ball_rates_table",
     "ball_sweep",
     "ball_table",
+    "excess_figure",
     "gd_checkpoints",
+    "min_width_figure",
     "min_width_sweep",
+    "min_width_table",
+    "narrowed_labels",
+    "ratio_and_excess",
+    "relu_table",
     "relu_versus_smooth",
     "segment_defect",
 ]

@@ -42,6 +42,7 @@ from ..eigen import (
     refine_unconverged,
     spectral_norm,
 )
+from ..fitting import power_law_fit
 from ..hessian import dense_hessian, hessian_spectral_norm, shallow_hessian_eigenvalues
 from ..kernels import empirical_ntk, jacobian_matrix, relative_change
 from ..models.dense import MLP, ShallowNetwork, mlp, shallow_network
@@ -49,6 +50,7 @@ from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
 from ..random import fold_key
 from ..scales import LazyParameterization, LazyRescaled, LazyWeightChange
+from ..tables import Table, show, summarize
 from ..training import train, train_traced
 
 Array = jax.Array
@@ -495,3 +497,113 @@ def _parameterization_width(keys, x, y, scales, m, activation, steps, lr_factor,
                 "dist2": tree_norm(tree_sub(p1, params)), "max_residual": jnp.max(jnp.abs(apply(p1, x) - y))}
 
     return jax.vmap(one)(keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# The chapter's tables
+# ---------------------------------------------------------------------------------------------
+
+
+_WEIGHT_CHANGE_COLUMNS = ("width", "dist2", "eq2_bound", "eq2_bound_global", "dist_inf", "dist_inf_bound",
+                          "kernel_change", "max_residual", "lambda_min")
+"""The columns of :func:`weight_change_sweep` that :func:`weight_change_table` shows."""
+
+
+def weight_change_table(wc: Mapping[str, np.ndarray], settings: LazyWeightChange) -> Table:
+    """Per width of :func:`weight_change_sweep`, geometric means over seeds (:func:`ntkbook.tables.summarize`):
+    ‖w* − w₀‖, the two forms of the Eq. (2) bound, ‖w* − w₀‖_∞ and its bound (both × √m) and ΔK; the caption
+    gives the largest final residual and the smallest λ_min(K₀).
+
+    Raises:
+        TypeError: if ``wc`` is not a mapping or ``settings`` not a ``LazyWeightChange``.
+        ValueError: if ``wc`` lacks a column of :func:`weight_change_sweep`.
+    """
+    V.instance("settings", settings, LazyWeightChange)
+    V.mapping("wc", wc, _WEIGHT_CHANGE_COLUMNS)
+    sm = summarize(wc, "width", ("dist2", "eq2_bound", "eq2_bound_global", "dist_inf", "dist_inf_bound",
+                                 "kernel_change"))
+    data = {"m": sm["width"], "‖w*−w₀‖": sm["dist2"], "Eq. 2 bound (segment)": sm["eq2_bound"],
+            "Eq. 2 bound (global)": sm["eq2_bound_global"], "‖w*−w₀‖∞": sm["dist_inf"],
+            "√m‖w*−w₀‖∞": sm["dist_inf"] * np.sqrt(sm["width"]),
+            "its bound ×√m": sm["dist_inf_bound"] * np.sqrt(sm["width"]), "ΔK": sm["kernel_change"]}
+    return show(data, caption=f"Geometric means over {settings.seeds} seeds. Largest final residual "
+                f"max|f(w*)−y| = {wc['max_residual'].max():.1e}; λ_min(K₀) ≥ {wc['lambda_min'].min():.3f}.")
+
+
+def same_path_table(same_path: Mapping[str, float]) -> Table:
+    """The one row of :func:`rescaling_equals_label_rescaling` (run with α = 16).
+
+    Raises:
+        TypeError: if ``same_path`` is not a mapping.
+    """
+    V.mapping("same_path", same_path)
+    return show([same_path], caption="GD on αf̄ against GD on f̄ with labels y/α (float64, α = 16).")
+
+
+def chizat_factors_table(rs: Mapping[str, np.ndarray], wc: Mapping[str, np.ndarray],
+                         settings: LazyRescaled) -> Table:
+    """Chizat's factors 𝒜, ℬ, κ = 𝒜ℬ (Eq. 3–4) and what training does (‖w* − w₀‖, ΔK), geometric means over
+    seeds: one row per α of :func:`rescaled_model_sweep` (width ``settings.width``), then one row per width of
+    :func:`weight_change_sweep` (the NTK network, α = 1).
+
+    Raises:
+        TypeError: if ``rs`` or ``wc`` is not a mapping or ``settings`` not a ``LazyRescaled``.
+        ValueError: if ``rs`` or ``wc`` lacks one of Chizat's factors (or ``alpha``, ``width``).
+    """
+    V.instance("settings", settings, LazyRescaled)
+    V.mapping("rs", rs, ("alpha", "A", "B", "kappa", "dist2", "kernel_change"))
+    V.mapping("wc", wc, ("width", "A", "B", "kappa", "dist2", "kernel_change"))
+    fields = ("A", "B", "kappa", "dist2", "kernel_change")
+    rs_sum, wc_sum = summarize(rs, "alpha", fields), summarize(wc, "width", fields)
+
+    def row(model: str, alpha: Any, m: Any, values: tuple) -> dict[str, Any]:
+        a, b, k, d, dk = values
+        return {"model": model, "α": alpha, "m": m, "𝒜": a, "ℬ": b, "κ = 𝒜ℬ": k, "‖w*−w₀‖": d, "ΔK": dk}
+
+    rows = [row(f"α f̄, m = {settings.width}", a, settings.width, rest)
+            for a, *rest in zip(*(rs_sum[c] for c in rs_sum), strict=True)]
+    rows += [row("NTK network f", 1.0, int(m), rest) for m, *rest in zip(*(wc_sum[c] for c in wc_sum), strict=True)]
+    return show(rows, caption="Chizat's factors (Eq. 3–4) and what training does, geometric means over seeds. "
+                "Rescaling shrinks 𝒜; width shrinks ℬ.")
+
+
+def identities_table(ident: Mapping[str, float]) -> Table:
+    """The one row of :func:`parameterization_identities`.
+
+    Raises:
+        TypeError: if ``ident`` is not a mapping.
+    """
+    V.mapping("ident", ident)
+    return show([ident], caption="Eq. 35–38 in float64: largest relative errors, and ‖K‖/‖H‖ in both coordinates.")
+
+
+PARAMETERIZATION_PREDICTIONS = {"kernel_norm": "0 / 1", "hessian_norm": "−1/2 / +1/2 (up to log m)",
+                                "ratio": "+1/2 / +1/2 (up to log m)", "dist2": "0 / −1/2"}
+"""Column of :func:`parameterization_sweep` → its predicted exponents in m, NTK / LeCun (Eq. 39–41)."""
+
+
+def parameterization_table(pz: Mapping[str, np.ndarray], settings: LazyParameterization) -> Table:
+    """Per quantity of :data:`PARAMETERIZATION_PREDICTIONS`: the fitted exponent in the width (with its 95%
+    interval, 2 decimals) of :func:`parameterization_sweep` in NTK and in LeCun coordinates, next to the
+    prediction; the caption gives the largest final and Lanczos residuals.
+
+    Raises:
+        TypeError: if ``pz`` is not a mapping or ``settings`` not a ``LazyParameterization``.
+        ValueError: if ``pz`` lacks a column of :func:`parameterization_sweep`.
+    """
+    V.instance("settings", settings, LazyParameterization)
+    V.mapping("pz", pz, ("parameterization", "width", "max_residual", "lanczos_residual",
+                         *PARAMETERIZATION_PREDICTIONS))
+    is_ntk = pz["parameterization"] == "ntk"
+    sel = {"ntk": is_ntk, "lecun": ~is_ntk}
+    rows = []
+    for col, pred in PARAMETERIZATION_PREDICTIONS.items():
+        fit = {name: power_law_fit(pz["width"][s], pz[col][s]) for name, s in sel.items()}
+        rows.append({"quantity": col, "NTK slope": fit["ntk"].slope,
+                     "NTK 95% CI": f"[{fit['ntk'].ci_low:.2f}, {fit['ntk'].ci_high:.2f}]",
+                     "LeCun slope": fit["lecun"].slope,
+                     "LeCun 95% CI": f"[{fit['lecun'].ci_low:.2f}, {fit['lecun'].ci_high:.2f}]",
+                     "predicted NTK / LeCun": pred})
+    return show(rows, caption=f"Fitted exponents over m ∈ {tuple(settings.widths)}, {settings.seeds} seeds. "
+                f"Largest final residual {pz['max_residual'].max():.1e}, largest Lanczos residual "
+                f"{pz['lanczos_residual'].max():.1e}.")

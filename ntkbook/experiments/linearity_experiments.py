@@ -77,7 +77,7 @@ import optax
 from .. import _validation as V
 from ..activations import swish
 from ..data.gaussian_classes import LabelledData, gaussian_classes
-from ..eigen import lambda_max
+from ..eigen import lambda_max, power_iteration
 from ..fitting import PowerLawFit, power_law_fit
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, nonlinear_output
@@ -409,18 +409,6 @@ def swish_loss_hessian(f: Any, y: Any) -> Any:
     return jnp.maximum(d, 0.0)
 
 
-def _power_iteration(a: Array, u: Array, iterations: int) -> tuple[Array, Array]:
-    """λ_max of a symmetric positive semi-definite matrix by ``iterations`` power iterations from ``u``:
-    (Rayleigh quotient, unit vector).  Warm-started from the previous top eigenvector, a few dozen
-    iterations suffice (the eigenvector moves little between refreshes)."""
-    def body(_, v):
-        w = a @ v
-        return w / jnp.maximum(jnp.linalg.norm(w), jnp.finfo(w.dtype).tiny)
-
-    u = jax.lax.fori_loop(0, iterations, body, u / jnp.linalg.norm(u))
-    return u @ (a @ u), u
-
-
 class LocalCurvatureStep:
     """Gradient descent whose step follows the loss curvature along the path (an optax rule).
 
@@ -487,11 +475,11 @@ class LocalCurvatureStep:
         gn = s[:, None] * k * s[None, :]
         if state is None:
             u0 = jnp.ones(k.shape[0], k.dtype)
-            lam_k, u_k = _power_iteration(k, u0, 10 * self.iterations)
-            lam_g, u_g = _power_iteration(gn, u0, 10 * self.iterations)
+            lam_k, u_k = power_iteration(k, u0, 10 * self.iterations)
+            lam_g, u_g = power_iteration(gn, u0, 10 * self.iterations)
             return CurvatureState(k, d, lam_k, lam_g, u_k, u_g, lam_g)
-        lam_k, u_k = _power_iteration(k, state.u_kernel, self.iterations)
-        lam_g, u_g = _power_iteration(gn, state.u_gn, self.iterations)
+        lam_k, u_k = power_iteration(k, state.u_kernel, self.iterations)
+        lam_g, u_g = power_iteration(gn, state.u_gn, self.iterations)
         return CurvatureState(k, d, lam_k, lam_g, u_k, u_g, state.lam_start)
 
     def bound(self, params: PyTree, state: CurvatureState) -> Array:

@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .. import _validation as V
 from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
@@ -30,6 +31,7 @@ from ..norms import norm_221
 from ..progress import progress
 from ..quadrature import gaussian_expectation
 from ..scales import OneHiddenLayer
+from ..tables import Table, quantities, show
 
 Array = jax.Array
 
@@ -68,6 +70,18 @@ def hessian_against_closed_form(key: Array, *, width: int, x: float, activation:
             "max_off_diagonal": float(np.max(np.abs(off))),
             "hessian_norm": float(np.max(np.abs(closed))),
         }
+
+
+def hessian_check_table(check: Mapping[str, float], *, width: int, x: float) -> Table:
+    """The numbers of :func:`hessian_against_closed_form` (run at ``width``, ``x``), one row each.
+
+    Raises:
+        TypeError: if ``check`` is not a mapping, ``width`` not an integer or ``x`` not a real number.
+        ValueError: if ``check`` lacks a number of :func:`hessian_against_closed_form` or ``width`` < 1.
+    """
+    V.mapping("check", check, ("max_diagonal_error", "max_off_diagonal", "hessian_norm"))
+    width, x = V.positive_int("width", width), float(V.numpy_array("x", x, ndim=0))
+    return quantities(check, caption=f"Dense float64 autodiff Hessian against Eq. (9), m = {width}, x = {x}.")
 
 
 def eq13_tensor(model: ShallowNetwork, params: Any, x: float) -> np.ndarray:
@@ -236,6 +250,27 @@ def eq12_pieces(key: Array, *, width: int, x: float, activation: str = "tanh") -
     }
 
 
+EQ12_NAMES = {"t221": "‖∂²α/∂w²‖₂,₂,₁ (enumeration)", "t221_closed": "max_k |σ''(w_k x)| x²",
+              "dfdalpha_inf": "‖∂f/∂α‖∞", "dfdalpha_2": "‖∂f/∂α‖₂", "hessian": "‖H‖ (dense)",
+              "bound": "Eq. 12 bound"}
+"""The rows of :func:`eq12_table`: key of :func:`eq12_pieces` → what it is."""
+
+
+def eq12_table(pieces: Mapping[str, float], *, width: int, x: float) -> Table:
+    """The pieces of Eq. (12)–(15) of :func:`eq12_pieces` (run at ``width``, ``x``), 7 digits; the
+    caption gives 1/√m, the value ‖∂f/∂α‖∞ should take.
+
+    Raises:
+        TypeError: if ``pieces`` is not a mapping, ``width`` not an integer or ``x`` not a real number.
+        ValueError: if ``pieces`` lacks a key of :data:`EQ12_NAMES` or ``width`` < 1.
+    """
+    V.mapping("pieces", pieces, EQ12_NAMES)
+    width, x = V.positive_int("width", width), float(V.numpy_array("x", x, ndim=0))
+    return show({"quantity": list(EQ12_NAMES.values()), "value": [pieces[k] for k in EQ12_NAMES]},
+                caption=f"The pieces of Eq. (12)–(15) for m = {width}, x = {x} (float32 network, "
+                f"exact (2,2,1)-norm); 1/√{width} = {1 / math.sqrt(width):.7f}.", digits=7)
+
+
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
     """Per input x: log–log fits of ‖H‖ and K(x, x) against m, and the CLT standard error of the
     kernel's slope (see :func:`ntkbook.fitting.slope_standard_error`)."""
@@ -313,3 +348,38 @@ def sweep_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]],
                      "worst Lanczos rel. error": float(rel_err[sel].max()),
                      "most products": int(sweep["iterations"][sel].max())})
     return rows
+
+
+def slopes_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]], settings: OneHiddenLayer,
+                 activation: str = "tanh") -> Table:
+    """Per input x of :func:`width_sweep`: the fitted slopes of ‖H‖ (with its 95% interval) and of
+    K(x, x), and the kernel's infinite-width limit.
+
+    Raises:
+        TypeError: if ``sweep`` or ``fits`` is not a mapping or ``settings`` not a ``OneHiddenLayer``.
+        ValueError: if ``sweep`` lacks a column of :func:`width_sweep`.
+    """
+    V.instance("settings", settings, OneHiddenLayer)
+    V.mapping("sweep", sweep, ("width", "x", "hessian", "hessian_closed", "iterations", "kernel", "kernel_limit"))
+    V.mapping("fits", fits)
+    rows = [{k: row[k] for k in ("x", "slope of ‖H‖", "95% CI", "slope of K(x,x)", "K limit")}
+            for row in sweep_table(sweep, fits, activation)]
+    return show(rows, caption=f"Fitted log–log slopes over widths {min(settings.widths)}–{max(settings.widths):,} "
+                f"({settings.seeds} seeds each; on {jax.default_backend()}).")
+
+
+def drift_table(sweep: dict[str, np.ndarray], fits: dict[float, dict[str, Any]], activation: str = "tanh") -> Table:
+    """Per input x of :func:`width_sweep`: max_i |σ''(w_i x)| at the smallest and largest width against
+    β_σ, and the accuracy of the matrix-free ‖H‖ (see :func:`sweep_table`).
+
+    Raises:
+        TypeError: if ``sweep`` or ``fits`` is not a mapping.
+        ValueError: if ``sweep`` lacks a column of :func:`width_sweep`.
+    """
+    V.mapping("sweep", sweep, ("width", "x", "hessian", "hessian_closed", "iterations", "kernel", "kernel_limit"))
+    V.mapping("fits", fits)
+    rows = [{k: row[k] for k in ("x", "max|σ''| at smallest m", "at largest m", "β_σ", "worst Lanczos rel. error",
+                                 "most products")}
+            for row in sweep_table(sweep, fits, activation)]
+    return show(rows, caption="Drift of ‖H‖√m / x² = max_i |σ''(w_i x)| towards β_σ, and "
+                "matrix-free against closed form.")

@@ -32,6 +32,7 @@ from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..random import fold_key
 from ..scales import OptimizationTheorem51
+from ..tables import Table, show, summarize
 from ..training import train_traced
 
 Array = jax.Array
@@ -148,3 +149,27 @@ def theorem_5_1_summary(sweep: Mapping[str, Any], *, rho: float = 0.5) -> dict[s
             for k, v in values.items():
                 out[k].append(v)
     return {k: np.asarray(v) for k, v in out.items()}
+
+
+_SUMMARY_COLUMNS = {"mu": "μ = min λ_min(K)", "rho_path": "min |φ'|", "bound_rate": "bound 1−ημρ²",
+                    "fitted_rate": "fitted rate", "local_rate": "(1−ηλ_min(K̃))²", "min_lambda_tilde": "min λ_min(K̃)",
+                    "sup_change_tilde": "sup ΔK̃", "sup_change_base": "sup ΔK of f"}
+"""Column of :func:`theorem_5_1_summary` → its header in :func:`theorem_5_1_table`."""
+
+
+def theorem_5_1_table(summ: Mapping[str, np.ndarray], settings: OptimizationTheorem51) -> Table:
+    """Per width of :func:`theorem_5_1_summary`, geometric means over seeds (5 digits): μ, min |φ'| on the path,
+    the guaranteed rate 1 − ημρ², the fitted and the local rate, min λ_min(K̃) and the largest kernel changes of
+    f̃ and f; the caption gives the largest final loss ratio.
+
+    Raises:
+        TypeError: if ``summ`` is not a mapping or ``settings`` not a ``OptimizationTheorem51``.
+        ValueError: if ``summ`` lacks a column of :func:`theorem_5_1_summary`.
+    """
+    V.instance("settings", settings, OptimizationTheorem51)
+    V.mapping("summ", summ, ("width", *_SUMMARY_COLUMNS, "final_loss_ratio"))
+    sm = summarize(summ, "width", tuple(_SUMMARY_COLUMNS))
+    data = {"m": sm["width"], **{name: sm[c] for c, name in _SUMMARY_COLUMNS.items()}}
+    return show(data, caption=f"Geometric means over {settings.seeds} seeds, {settings.steps} steps. Rates are per "
+                "step; ρ = 1/2 in the bound. Largest final loss ratio L_T/L_0 = "
+                f"{summ['final_loss_ratio'].max():.1e}.", digits=5)

@@ -11,7 +11,8 @@ For K = K_{(x,x)} (Eq. 10) and ΔK = K(w₀ + Ru) − K(w₀):
   the second-order term is O(R²/m), so ΔK = O(m^{-1}) in a random direction.
 
 * :data:`RANDOM_DIRECTION` — the sweep (activation × width; seeds vmapped inside a piece);
-* :func:`rms_by_width` — the root mean square of ΔK over seeds, one row per (activation, width).
+* :func:`rms_by_width` — the root mean square of ΔK over seeds, one row per (activation, width);
+  :func:`rms_table` shows it next to the ReLU prediction.
 
 Everything is computed in float64 (``jax.enable_x64``): at m = 16384 the tanh change is ≈ 10⁻⁵ of
 K, below float32 summation noise of K itself.
@@ -27,10 +28,12 @@ import jax.numpy as jnp
 import numpy as np
 import pandas as pd
 
+from .. import _validation as V
 from ..kernels import kernel_diagonal
 from ..models.dense import shallow_network
 from ..scales import RandomDirection
 from ..sweep import Sweep, grid
+from ..tables import Table, show
 
 COLUMNS = {
     "seed": "index of the (w₀, u) draw",
@@ -78,3 +81,21 @@ def rms_by_width(table: pd.DataFrame) -> pd.DataFrame:
     out = grouped.agg(seeds=("ΔK", "size"), rms=("ΔK", lambda d: float(np.sqrt(np.mean(np.square(d))))),
                       kernel=("K(w₀)", "mean"))
     return out.reset_index().rename(columns={"rms": "rms ΔK", "kernel": "mean K(w₀)"})
+
+
+def rms_table(rms: pd.DataFrame, settings: RandomDirection) -> Table:
+    """:func:`rms_by_width` with a last column, the ReLU prediction :func:`relu_rms_prediction` at each
+    width (``rms`` itself is not changed).
+
+    Raises:
+        TypeError: if ``rms`` is not a DataFrame or ``settings`` not a ``RandomDirection``.
+        ValueError: if ``rms`` has no column ``width``.
+    """
+    V.instance("settings", settings, RandomDirection)
+    V.instance("rms", rms, pd.DataFrame)
+    if "width" not in rms.columns:
+        raise ValueError(f"rms must have a column 'width' (see rms_by_width), got {list(rms.columns)}")
+    shown = rms.copy()
+    shown["x²√(R/π) m^-3/4"] = relu_rms_prediction(shown["width"], settings.radius, settings.x)
+    return show(shown, caption=f"Root-mean-square kernel change between w₀ and w₀ + Ru, R = {settings.radius:g}, "
+                f"x = {settings.x:g} (float64); the last column is the ReLU prediction.")

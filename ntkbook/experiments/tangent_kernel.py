@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from functools import partial
 from typing import Any
 
@@ -26,6 +27,7 @@ from ..models import linearize, mlp, random_features
 from ..progress import progress
 from ..pytree import num_params, random_direction, tree_axpy, tree_norm, tree_sub
 from ..scales import KernelAlongPaths, Prop23
+from ..tables import Table, markdown, quantities, show
 from ..training import step_size_from_kernel, train
 
 Array = jax.Array
@@ -257,28 +259,95 @@ def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]
 # ---------------------------------------------------------------------------------------------
 
 
-def paths_table(paths: dict[str, dict[str, dict[str, np.ndarray]]]) -> list[dict[str, Any]]:
-    """One row per (model, path) of :func:`kernel_along_paths`: distance, largest change, final loss."""
-    return [{"model": model, "path": path, "distance reached": float(v["distance"][-1]),
+def symbolic_table(rows: Sequence[Mapping[str, Any]]) -> Any:
+    """The rows of :func:`symbolic_examples` as a Markdown table (the cells hold LaTeX: model, kernel,
+    "K constant in w", "H ≡ 0"), displayed as a notebook's rich output.
+
+    Raises:
+        TypeError: if ``rows`` is not a list of dicts.
+        ValueError: if a row lacks ``model``, ``kernel``, ``kernel_constant`` or ``hessian_zero``.
+    """
+    import sympy as sp
+
+    V.records("rows", rows, ("model", "kernel", "kernel_constant", "hessian_zero"))
+    yes_no = {True: "yes", False: "no"}
+    return markdown(
+        ["model $f(w;x)$", "tangent kernel $K_{(x,z)}(w)$", "$K$ constant in $w$", "$H\\equiv 0$"],
+        [[f"${sp.latex(r['model'])}$", f"${sp.latex(r['kernel'])}$", yes_no[r["kernel_constant"]],
+          yes_no[r["hessian_zero"]]] for r in rows],
+    )
+
+
+def paths_table(paths: dict[str, dict[str, dict[str, np.ndarray]]], settings: KernelAlongPaths) -> Table:
+    """One row per (model, path) of :func:`kernel_along_paths`: distance reached, largest relative kernel
+    change, final loss (gradient descent only); the caption names the width and number of inputs.
+
+    Raises:
+        TypeError: if ``paths`` is not a nested mapping or ``settings`` not a ``KernelAlongPaths``.
+        ValueError: if a path lacks ``distance`` or ``change``.
+    """
+    V.instance("settings", settings, KernelAlongPaths)
+    for model, by_path in V.mapping("paths", paths).items():
+        for path, v in V.mapping(f"paths[{model!r}]", by_path).items():
+            V.mapping(f"paths[{model!r}][{path!r}]", v, ("distance", "change"))
+    rows = [{"model": model, "path": path, "distance reached": float(v["distance"][-1]),
              "max relative kernel change": float(v["change"].max()),
              "final loss": float(v["loss"][-1]) if "loss" in v else float("nan")}
             for model, by_path in paths.items() for path, v in by_path.items()]
+    return show(rows, caption=f"Kernel change along two paths, width {settings.width}, "
+                f"{settings.num_inputs} inputs.")
 
 
-def norm_model_table(pit: dict[str, np.ndarray]) -> dict[str, list]:
-    """Min and max over the sample points of the quantities of :func:`norm_model`."""
+def path_kernel_changes(paths: dict[str, dict[str, dict[str, np.ndarray]]]) -> tuple[float, float]:
+    """The largest relative kernel change of :func:`kernel_along_paths` over both paths: ``(linear,
+    network)`` — the largest over the two models linear in w (random features and the linearized
+    network), and the largest of the tanh network.
+
+    Raises:
+        TypeError: if ``paths`` is not a mapping.
+        ValueError: if it lacks one of the three models or one of the two paths.
+    """
+    models = ("random features", "linearized network", "tanh network")
+    V.mapping("paths", paths, models)
+    for m in models:
+        V.mapping(f"paths[{m!r}]", paths[m], ("straight line", "gradient descent"))
+    linear = max(paths[m][p]["change"].max() for m in ("random features", "linearized network")
+                 for p in ("straight line", "gradient descent"))
+    network = max(paths["tanh network"][p]["change"].max() for p in ("straight line", "gradient descent"))
+    return linear, network
+
+
+def norm_model_table(pit: dict[str, np.ndarray]) -> Table:
+    """Min and max over the sample points of the quantities of :func:`norm_model` (6 digits); the
+    caption gives the number of points and the range of ‖w‖.
+
+    Raises:
+        TypeError: if ``pit`` is not a mapping.
+        ValueError: if it lacks a column of :func:`norm_model`.
+    """
+    V.mapping("pit", pit, ("grad_norm", "kernel", "hessian_norm", "w_norm", "midpoint_defect"))
     columns = {
         "‖∇f(w; 1)‖": pit["grad_norm"],
         "K_(1.3, −0.4)(w)": pit["kernel"],
         "‖H(w)‖·‖w‖": pit["hessian_norm"] * pit["w_norm"],
         "|f(a)+f(b)−2f((a+b)/2)|": np.abs(pit["midpoint_defect"]),
     }
-    return {"quantity": list(columns), "min": [float(v.min()) for v in columns.values()],
+    data = {"quantity": list(columns), "min": [float(v.min()) for v in columns.values()],
             "max": [float(v.max()) for v in columns.values()]}
+    return show(data, caption=f"f(w; x) = x‖w‖ at {pit['w_norm'].size} random points with ‖w‖ "
+                f"from {pit['w_norm'].min():.2g} to {pit['w_norm'].max():.2g} (float64).", digits=6)
 
 
-def ball_summary(ball: dict[str, np.ndarray]) -> list[dict[str, Any]]:
-    """Per (width, radius): largest kernel change, ε, bound, and worst ratio of :func:`kernel_change_in_ball`."""
+def ball_summary(ball: dict[str, np.ndarray], settings: Prop23) -> Table:
+    """Per (width, radius) of :func:`kernel_change_in_ball`: largest kernel change, ε, bound, and worst
+    ratio |ΔK| / bound; the caption gives the number of samples and the Lanczos tolerance.
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping or ``settings`` not a ``Prop23``.
+        ValueError: if ``ball`` lacks a column of :func:`kernel_change_in_ball`.
+    """
+    V.instance("settings", settings, Prop23)
+    V.mapping("ball", ball, ("width", "radius", "delta_k", "eps", "bound"))
     ratio = ball["delta_k"] / ball["bound"]
     rows = []
     for m in np.unique(ball["width"]):
@@ -289,7 +358,21 @@ def ball_summary(ball: dict[str, np.ndarray]) -> list[dict[str, Any]]:
                          "max ε on segments": float(ball["eps"][sel].max()),
                          "max bound": float(ball["bound"][sel].max()),
                          "worst |ΔK| / bound": float(ratio[sel].max())})
-    return rows
+    return show(rows, caption=f"Proposition 2.3 on {ball['delta_k'].size} (point, kernel entry) "
+                f"pairs; Hessian norms by Lanczos with tolerance {settings.tol:g}.")
+
+
+def max_eps_by_width(ball: dict[str, np.ndarray]) -> tuple[np.ndarray, list[float]]:
+    """``(widths, eps)``: the widths of :func:`kernel_change_in_ball` in increasing order, and for each the
+    largest ε (Hessian norm on a segment) over all its radii, directions and kernel entries.
+
+    Raises:
+        TypeError: if ``ball`` is not a mapping.
+        ValueError: if it lacks ``width`` or ``eps``.
+    """
+    V.mapping("ball", ball, ("width", "eps"))
+    widths = np.unique(ball["width"])
+    return widths, [ball["eps"][ball["width"] == m].max() for m in widths]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -347,6 +430,54 @@ def _level_set_terms(key: Array, c: float, t_max: float, dim: int, points: int) 
     }
 
 
+_LEVEL_SET_COLUMNS = ("t", *(f"{form}_{side}" for form in ("path_bound", "corrected", "printed")
+                             for side in ("lhs", "rhs")))
+"""The columns of :func:`level_set_inequality`."""
+
+
+def level_set_table(lsi: dict[str, np.ndarray]) -> Table:
+    """The largest lhs / rhs over t of each form of :func:`level_set_inequality` (≤ 1: the inequality
+    holds at every t), one column per form.
+
+    Raises:
+        TypeError: if ``lsi`` is not a mapping.
+        ValueError: if it lacks a column of :func:`level_set_inequality`.
+    """
+    t_max = float(np.abs(V.mapping("lsi", lsi, _LEVEL_SET_COLUMNS)["t"]).max())
+    return show({form: [float((lsi[f"{form}_lhs"] / lsi[f"{form}_rhs"]).max())]
+                 for form in ("path_bound", "corrected", "printed")},
+                caption=f"Largest lhs / rhs over t ∈ [{-t_max:g}, {t_max:g}] for f(w) = c·aᵀw "
+                "(≤ 1 means the inequality holds at every t).".replace("-", "−"))
+
+
+def corrected_level_set_sides(lsi: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """``(lhs, rhs)``: both correct forms of :func:`level_set_inequality` (the path bound c|t| and its
+    square c²t²) stacked, shape ``(2·points,)`` each, so that one bound claim covers both.
+
+    Raises:
+        TypeError: if ``lsi`` is not a mapping.
+        ValueError: if it lacks a column of :func:`level_set_inequality`.
+    """
+    V.mapping("lsi", lsi, _LEVEL_SET_COLUMNS)
+    return (np.concatenate([lsi["path_bound_lhs"], lsi["corrected_lhs"]]),
+            np.concatenate([lsi["path_bound_rhs"], lsi["corrected_rhs"]]))
+
+
+def printed_level_set_violations(lsi: dict[str, np.ndarray]) -> dict[str, Any]:
+    """Where the printed form c⁴t² ≤ ‖v−w₀‖² + t² + 2t⟨v−w₀,∇f(w₀)⟩ of :func:`level_set_inequality`
+    fails: ``violated_points`` (int, the number of t where lhs > rhs), ``points`` (int) and
+    ``worst_ratio`` (float, the largest lhs / rhs).
+
+    Raises:
+        TypeError: if ``lsi`` is not a mapping.
+        ValueError: if it lacks a column of :func:`level_set_inequality`.
+    """
+    V.mapping("lsi", lsi, _LEVEL_SET_COLUMNS)
+    fails = lsi["printed_lhs"] > lsi["printed_rhs"]
+    return {"violated_points": int(fails.sum()), "points": int(fails.size),
+            "worst_ratio": float((lsi["printed_lhs"] / lsi["printed_rhs"]).max())}
+
+
 def single_point_taylor(*, points: int = 2001) -> dict[str, float]:
     """supp. Eq. (40) against Eq. (56) on f(w₁, w₂) = (1 + w₂) sin w₁, w₀ = 0, w = 2π e₁ (float64).
 
@@ -364,6 +495,18 @@ def single_point_taylor(*, points: int = 2001) -> dict[str, float]:
             "min_single_point_residual": float(jnp.min(jnp.linalg.norm(hv - change[None], axis=1))),
             "integral_residual": float(jnp.linalg.norm(integral - change)),
         }
+
+
+def taylor_table(mvt: dict[str, float]) -> Table:
+    """The three numbers of :func:`single_point_taylor`, one row each (quantity, value).
+
+    Raises:
+        TypeError: if ``mvt`` is not a mapping.
+        ValueError: if it lacks a number of :func:`single_point_taylor`.
+    """
+    V.mapping("mvt", mvt, ("gradient_change", "min_single_point_residual", "integral_residual"))
+    return quantities(mvt, caption="supp. Eq. 40 (one ξ, over 2001 points of the segment) "
+                      "against Eq. 56 (64-point Gauss–Legendre), float64.")
 
 
 @partial(jax.jit, static_argnames="points")

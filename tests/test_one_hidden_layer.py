@@ -1,0 +1,34 @@
+"""Chapter 2's one-hidden-layer helpers: the pieces of Eq. (12)–(15) against their closed forms, and the
+tables the chapter shows (inputs checked)."""
+
+import math
+
+import jax
+import pytest
+
+from ntkbook.experiments import one_hidden_layer as ohl
+
+
+def test_eq12_pieces_against_closed_forms_and_table():
+    width, x = 6, 1.3
+    pieces = ohl.eq12_pieces(jax.random.key(4), width=width, x=x)
+    # Eq. (13): the tensor is diagonal, so its (2,2,1)-norm is max_k |σ''(w_k x)| x² (float32 network)
+    assert pieces["t221"] == pytest.approx(pieces["t221_closed"], rel=1e-5)
+    # Eq. (15): ∂f/∂α = v/√m with output weights v_k = ±1, so ‖∂f/∂α‖∞ = 1/√m; Eq. (12) bounds ‖H‖
+    assert pieces["dfdalpha_inf"] == pytest.approx(1 / math.sqrt(width), rel=1e-6)
+    assert pieces["hessian"] <= pieces["bound"] * (1 + 1e-6)
+    frame = ohl.eq12_table(pieces, width=width, x=x).frame
+    assert list(frame["quantity"]) == list(ohl.EQ12_NAMES.values())
+    with pytest.raises(ValueError, match="bound"):
+        ohl.eq12_table({k: v for k, v in pieces.items() if k != "bound"}, width=width, x=x)
+    with pytest.raises(TypeError, match="width"):
+        ohl.eq12_table(pieces, width=6.0, x=x)
+
+
+def test_hessian_check_table_names_the_run():
+    check = ohl.hessian_against_closed_form(jax.random.key(3), width=8, x=1.3)
+    assert check["max_diagonal_error"] < 1e-12 and check["max_off_diagonal"] < 1e-12
+    table = ohl.hessian_check_table(check, width=8, x=1.3)
+    assert "m = 8, x = 1.3" in table.caption
+    with pytest.raises(TypeError, match="mapping"):
+        ohl.hessian_check_table([1.0], width=8, x=1.3)
