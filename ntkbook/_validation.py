@@ -203,4 +203,6 @@ def numpy_array(
 
 def settings(name: str, value: Any, cls: type) -> Any:
     """Return ``value`` if it is an instance of the typed settings ``cls`` (:func:`ntkbook.scales.get`)."""
-    return instance(name, value, cls)
+    if not isinstance(value, cls):
+        raise TypeError(f"{name} must be the {cls.__name__} settings (ntkbook.scales.get), got {type(value).__name__}")
+    return value
