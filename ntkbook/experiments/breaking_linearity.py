@@ -870,7 +870,7 @@ def lemma_h1_table(h1: Mapping[str, float]) -> Table:
 
 
 def bottleneck_ball_table(ball: Mapping[str, np.ndarray], settings: BreakingBottleneckBall) -> Table:
-    """Per kind of point (:data:`BALL_POINTS`) and width of :func:`bottleneck_ball_sweep`: medians over
+    """Per kind of point (``BALL_POINTS``) and width of :func:`bottleneck_ball_sweep`: medians over
     initializations of ‖H‖, the w⁽²⁾ block, the distance from W₀ and the relative kernel change.
 
     Raises:
@@ -894,11 +894,11 @@ def bottleneck_ball_table(ball: Mapping[str, np.ndarray], settings: BreakingBott
 
 def median_kernel_change(ball: Mapping[str, np.ndarray], widths: Any, point: str) -> list[float]:
     """Per width (in the order of ``widths``): the median over initializations of the relative kernel change
-    |ΔK|/K of :func:`bottleneck_ball_sweep` at the points of kind ``point`` (one of :data:`BALL_POINTS`).
+    |ΔK|/K of :func:`bottleneck_ball_sweep` at the points of kind ``point`` (one of ``BALL_POINTS``).
 
     Raises:
         TypeError: if ``ball`` is not a mapping or ``point`` not a string.
-        ValueError: if ``ball`` lacks a column or ``point`` is not one of :data:`BALL_POINTS`.
+        ValueError: if ``ball`` lacks a column or ``point`` is not one of ``BALL_POINTS``.
     """
     V.mapping("ball", ball, ("point", "width", "kernel_change"))
     V.choice("point", point, BALL_POINTS)

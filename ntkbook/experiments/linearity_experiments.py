@@ -546,7 +546,7 @@ def step_cap(settings: Mapping[str, Any], training: str) -> int:
     x ≈ 0, are ~50 times smaller than those of the classes at ±10, and within a cluster the kernel is
     nearly singular): with the stable step η < 2N/λ_max it takes 0.6–1.8·10⁵ steps at every width
     (measured at m = 30 … 10⁴), against ~10⁴ for the cross-entropy whose step grows as its curvature
-    falls.  A run that hits the cap is either stuck (:func:`stuck_runs`) or needs a larger cap."""
+    falls.  A run that hits the cap is either stuck (trapped or stalled, :func:`run_outcome`) or needs a larger cap."""
     V.choice("training", training, TRAININGS)
     cap = settings.swish_max_steps if training == "swish" and hasattr(settings, "swish_max_steps") \
         else settings.max_steps
