@@ -83,10 +83,13 @@ TEST_JOBS ?= 3
 # caches behave) and `make test-determinism` re-executes all of them.
 RERUN ?= 05b-optimization-without-linearity
 RERUN_NOTEBOOKS = $(if $(filter all,$(RERUN)),$(EXECUTED)/book,$(addprefix $(EXECUTED)/book/,$(addsuffix .ipynb,$(RERUN))))
+# The book-level test files first: each holds minutes of serial work (builds, a browser), so xdist starts
+# them at once on separate workers and the unit tests fill the remaining time.
+BOOK_TESTS := tests/test_book.py tests/test_book_reader.py tests/test_book_execution.py
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs $(TEST_JOBS)
-	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest tests/test_book.py $(RERUN_NOTEBOOKS) tests \
+	NTKBOOK_EXECUTED_DIR=$(CURDIR)/$(EXECUTED) $(BIN)/python -m pytest $(BOOK_TESTS) $(RERUN_NOTEBOOKS) tests \
 	  --nbval-lax -n $(TEST_JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 test-determinism:
