@@ -20,6 +20,7 @@ test can say which defect a page shows.  Categories:
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +58,16 @@ class Problem:
         return f"[{self.category}] {self.message}"
 
 
-def _ids(html_file: Path) -> set[str]:
-    return set(re.findall(r'\bid="([^"]+)"', html_file.read_text(errors="replace")))
+def _ids(html_file: Path) -> frozenset[str]:
+    """The element ids of a built HTML file, read once per file version (the API page links to its own
+    anchors thousands of times: re-reading it for every link took minutes)."""
+    stat = html_file.stat()
+    return _ids_of(html_file, stat.st_mtime_ns, stat.st_size)
+
+
+@functools.lru_cache(maxsize=256)
+def _ids_of(html_file: Path, mtime_ns: int, size: int) -> frozenset[str]:
+    return frozenset(re.findall(r'\bid="([^"]+)"', html_file.read_text(errors="replace")))
 
 
 def wait_for_maths(page) -> list[Problem]:
