@@ -558,10 +558,11 @@ def ntk_markdown(ntk: dict, machine: dict) -> list[str]:
             lines.append(f"| {row['method']} | {ms(ours['median_s'])} | {row['flops'] / 1e9:.1f} | {rate} | "
                          f"{ours['first_call_s']:.1f} s |")
     if "sweep" not in ntk:
-        return lines
+        return [*lines, ""]
     fits = ntk["sweep"]["fits"]
     widths = sorted({r["width"] for r in ntk["sweep"]["rows"]})
-    lines += ["", f"Time against P (the same network at widths {', '.join(map(str, widths))}; figure "
+    when = f", measured on {ntk['sweep_date']}" if ntk.get("sweep_date") else ""
+    lines += ["", f"Time against P (the same network at widths {', '.join(map(str, widths))}{when}; figure "
               "below): time ∝ P^a with "
               + ", ".join(f"a = {f['slope']:.2f} ± {f['stderr']:.2f} ({k})" for k, f in fits.items()) + ".", "",
               # a MyST figure with its caption (the page is included by the book's Performance page,
@@ -578,7 +579,14 @@ def markdown(result: dict) -> str:
              f"JAX {m['jax']} on `{m['backend']}` ({', '.join(m['devices'])}), Python {m['python']}.", ""]
     if "ntk" in result:
         lines += ntk_markdown(result["ntk"], m)
+    dates = result.get("section_dates", {})
+
+    def dated(name: str) -> list[str]:  # a section kept from an earlier run says when it was measured
+        d = dates.get(name)
+        return [f"*This section was measured on {d}.*", ""] if d and d != result["date"] else []
+
     if "hessian" in result:
+        lines += dated("hessian")
         lines += ["**Hessian spectral norm** (`hessian_spectral_norm`, Lanczos, tol 1e-6, two hidden tanh layers, "
                   "one input, float32):", "",
                   "| P | products | run | peak memory (above the process baseline) | relative error | reference |",
@@ -609,6 +617,7 @@ def markdown(result: dict) -> str:
                          f"({t['cpu_speedup_all_vmapped']:.1f}×) | {t['load_average'][0]:.1f} |")
         lines.append("")
     if "chapters" in result:
+        lines += dated("chapters")
         lines += ["**Chapters** (wall time of executing each notebook):", "",
                   "| chapter | scale | seconds | how |", "|---|---|---|---|"]
         lines += [f"| {r['chapter']} | {r['scale']} | {r['seconds']:.0f}{'' if r['ok'] else ' (failed)'} | "
