@@ -421,6 +421,16 @@ def ball_rates_table(ball: Mapping[str, np.ndarray], settings: Thm32) -> Table:
                 caption="Log–log slopes against the width for the ball experiment (one value per network).")
 
 
+def _ball_radii(ball: Mapping[str, np.ndarray], radii: Sequence[float], *extra: str) -> list[float]:
+    """``radii`` as a list, checked non-empty, and ``ball`` checked to hold the columns the figures read
+    (width, h0, ``extra`` and one ball maximum per radius)."""
+    radii = list(radii)
+    if not radii:
+        raise ValueError("radii must name at least one radius of the sweep")
+    V.mapping("ball", ball, ("width", "h0", *extra, *(f"ball_max[{R:g}]" for R in radii)))
+    return radii
+
+
 def ball_figure(ball: Mapping[str, np.ndarray], radii: Sequence[float]) -> Figure:
     """Theorem 3.2 measured (:func:`ball_table`, columns of shape (networks,), for the ``radii`` of the
     sweep).  Left: max_B ‖H‖ per radius and ‖H(W₀)‖ against the width (slope −1/2 drawn at the largest
@@ -430,10 +440,7 @@ def ball_figure(ball: Mapping[str, np.ndarray], radii: Sequence[float]) -> Figur
         TypeError: if ``ball`` is not a mapping.
         ValueError: if ``radii`` is empty or ``ball`` lacks one of its columns.
     """
-    radii = list(radii)
-    if not radii:
-        raise ValueError("radii must name at least one radius of the sweep")
-    V.mapping("ball", ball, ("width", "h0", "k0", *(f"ball_max[{R:g}]" for R in radii)))
+    radii = _ball_radii(ball, radii, "k0")
     ratio, _ = ratio_and_excess(ball, radii[-1])
     fig, (ax_h, ax_k) = plotting.subplots(2, width=5.0, height=4.0)
     for R, color in zip(radii, plotting.PALETTE, strict=False):
@@ -461,10 +468,7 @@ def excess_figure(ball: Mapping[str, np.ndarray], radii: Sequence[float]) -> Fig
         TypeError: if ``ball`` is not a mapping.
         ValueError: if ``radii`` is empty or ``ball`` lacks one of its columns.
     """
-    radii = list(radii)
-    if not radii:
-        raise ValueError("radii must name at least one radius of the sweep")
-    V.mapping("ball", ball, ("width", "h0", *(f"ball_max[{R:g}]" for R in radii)))
+    radii = _ball_radii(ball, radii)
     fig, ax = plotting.subplots(1, width=5.5, height=4.0)
     for m, color in zip(np.unique(ball["width"]), plotting.PALETTE * 3, strict=False):
         sel = ball["width"] == m
