@@ -10,52 +10,71 @@ The public contract (see the book's design guide):
 Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``eigen``, ``hessian``,
 ``hessian_compressed``, ``layer_norms``, ``norms``, ``khatri_rao``, ``covariance``, ``training``,
 ``claims``, ``scales``, ``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``, ``progress``,
-``sweep``, ``records``; imported on first use: ``symbolic`` (sympy), ``experiments`` (one module per
-chapter), ``data`` and ``reproductions``.
+``sweep``, ``records``, ``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and
+``reproductions``.  Every submodule and the three functions above are imported on first use
+(``nb.kernels``, ``from ntkbook import claims``): ``import ntkbook`` itself loads no numerical library,
+so a process that needs one module (the command line's ``list``, a ledger reader) does not pay for
+importing JAX, SciPy, pandas and Matplotlib (about 6 s together on this 2-core machine).
 """
 
 from __future__ import annotations
 
 import importlib
-from typing import Any
-
-from . import (
-    activations,
-    claims,
-    covariance,
-    eigen,
-    fitting,
-    hessian,
-    hessian_compressed,
-    kernels,
-    khatri_rao,
-    layer_norms,
-    models,
-    norms,
-    plotting,
-    progress,
-    pytree,
-    quadrature,
-    reproduce,
-    scales,
-    sweep,
-    tables,
-    training,
-)
-from .hessian import hessian_spectral_norm
-from .kernels import empirical_ntk
-from .norms import norm_221
-from .notebook import setup
+from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-_LAZY = ("symbolic", "experiments", "data", "reproductions")
+_SUBMODULES = frozenset({
+    "activations", "claims", "covariance", "data", "eigen", "experiments", "fitting", "hessian",
+    "hessian_compressed", "kernels", "khatri_rao", "layer_norms", "models", "norms", "plotting", "progress",
+    "pytree", "quadrature", "records", "reproduce", "reproductions", "scales", "sweep", "symbolic", "tables",
+    "training",
+})
+_FUNCTIONS = {"empirical_ntk": "kernels", "hessian_spectral_norm": "hessian", "norm_221": "norms",
+              "setup": "notebook"}
+
+if TYPE_CHECKING:  # for type checkers and editors: the names __getattr__ provides
+    from . import (
+        activations,
+        claims,
+        covariance,
+        eigen,
+        fitting,
+        hessian,
+        hessian_compressed,
+        kernels,
+        khatri_rao,
+        layer_norms,
+        models,
+        norms,
+        plotting,
+        progress,
+        pytree,
+        quadrature,
+        reproduce,
+        scales,
+        sweep,
+        tables,
+        training,
+    )
+    from .hessian import hessian_spectral_norm
+    from .kernels import empirical_ntk
+    from .norms import norm_221
+    from .notebook import setup
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
+    if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
+    if name in _FUNCTIONS:
+        value = getattr(importlib.import_module(f".{_FUNCTIONS[name]}", __name__), name)
+        globals()[name] = value
+        return value
     raise AttributeError(f"module 'ntkbook' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | _SUBMODULES | set(_FUNCTIONS))
 
 
 __all__ = [

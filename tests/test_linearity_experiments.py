@@ -455,6 +455,14 @@ def test_right_panel_and_runs_table_from_fake_pieces():
     # seed 1 of the swish piece still descends at the cap (loss 3 → 1), seed 0 has a trapped entry
     assert table.loc[table["task"] == "swish (Eq. 47)", "outcome"].tolist() == ["cap", "trapped"]
     assert set(table.loc[table["task"] != "swish (Eq. 47)", "outcome"]) == {"rule met"}
+    ended = le.stopping_summary(table, 1e-4)
+    # both cross-entropy runs below 1e-4 before the cap; a swish run still descending at its cap is not stuck
+    assert ended["cross_entropy"] == {"all_met": True, "runs": 2, "largest_final_loss": 6e-5,
+                                      "most_steps_figure_1": 6, "most_steps_figure_2": None}
+    assert ended["swish"]["all_met_or_stuck"] is False and ended["swish"]["met_rule"] == 0
+    assert ended["swish"]["trapped"] == 1 and ended["swish"]["steps_to_rule_max"] is None
+    assert ended["swish"]["stuck_runs"] == "m = 7, seed 0: trapped, loss 2"
+    assert le.stopping_summary(table, 5.5e-5)["cross_entropy"]["all_met"] is False  # one run at 6e-5
 
 
 def test_run_outcome_and_trapped_entries():

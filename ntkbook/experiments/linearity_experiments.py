@@ -885,6 +885,45 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
     return pd.DataFrame(rows)
 
 
+def stopping_summary(runs: Any, loss_tol: float) -> dict[str, dict[str, Any]]:
+    """How the runs of :func:`runs_table` (a DataFrame) ended, for the stopping-rule claims of App. B.
+
+    Returns ``{"cross_entropy": {...}, "swish": {...}}``.  Cross-entropy runs (both figures): the run
+    count, whether all reached loss < ``loss_tol`` before their cap (``all_met``), the largest final loss
+    and the most steps per figure.  Swish runs: the run count, whether each met the rule or is trapped or
+    stalled (``all_met_or_stuck``), the counts per outcome, the step range and largest final loss of those
+    that met it (None when none did), and a one-line description of each stuck run (``"none"``: no such
+    run)."""
+    ce = runs[runs["task"] != "swish (Eq. 47)"]
+    sw = runs[runs["task"] == "swish (Eq. 47)"]
+    met = sw[sw["outcome"] == "rule met"]
+    stuck = sw[sw["outcome"].isin(["trapped", "stalled"])]
+    cross_entropy = {
+        "all_met": bool(np.all(ce["final loss"] < loss_tol) and not ce["cap hit"].any()),
+        "runs": len(ce),
+        "largest_final_loss": float(ce["final loss"].max()),
+        "most_steps_figure_1": _largest(ce.loc[ce["figure"] == "Figure 1", "steps"]),
+        "most_steps_figure_2": _largest(ce.loc[ce["figure"] == "Figure 2", "steps"]),
+    }
+    swish = {
+        "all_met_or_stuck": bool(sw["outcome"].isin(["rule met", "trapped", "stalled"]).all()),
+        "runs": len(sw),
+        "met_rule": len(met),
+        "trapped": int((sw["outcome"] == "trapped").sum()),
+        "stalled": int((sw["outcome"] == "stalled").sum()),
+        "steps_to_rule_min": None if met.empty else int(met["steps"].min()),
+        "steps_to_rule_max": _largest(met["steps"]),
+        "largest_final_loss_met": None if met.empty else float(met["final loss"].max()),
+        "stuck_runs": "; ".join(f"{r['size']}, seed {r['seed']}: {r['outcome']}, loss {r['final loss']:.3g}"
+                                for r in stuck.to_dict("records")) or "none",
+    }
+    return {"cross_entropy": cross_entropy, "swish": swish}
+
+
+def _largest(steps: Any) -> int | None:
+    return None if len(steps) == 0 else int(steps.max())
+
+
 def mean_delta_k(per_size: Sequence[Sequence[float]]) -> np.ndarray:
     """The paper's statistic: ΔK averaged over the runs, one value per width."""
     return np.asarray([float(np.mean(v)) for v in per_size])
