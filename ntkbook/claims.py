@@ -364,7 +364,7 @@ def _vector(name: str, value: Any) -> np.ndarray:
 
 def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: float = 0.0,
           rtol_reason: str | None = None, names: tuple[str, str] = ("measured", "bound"),
-          erratum: str | None = None) -> None:
+          erratum: str | None = None, not_evidence: str | None = None) -> None:
     """Claim ``measured ≤ bound·(1 + rtol)`` on every sample.
 
     Args:
@@ -375,6 +375,9 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: 
         rtol: relative allowance for floating-point precision; when it is not 0, ``rtol_reason``
             says why (e.g. ``"float32 Lanczos: 1e-5"``) and is recorded.
         names: how the criterion names the two sides, e.g. ``("|ΔK|", "εR·‖∇f‖")``.
+        not_evidence: for an inequality that holds by construction of the computation (not by the
+            result it illustrates), why — the check is then recorded as an :func:`illustration` (shown,
+            raises on failure, never counted as evidence).
 
     Records ``samples``, ``worst_ratio`` (max measured/bound), ``median_ratio`` and ``rtol``.
     """
@@ -397,7 +400,11 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: 
                  f"worst ratio {fmt(values['worst_ratio'])}, median {fmt(values['median_ratio'])}")
     if rtol > 0:
         criterion += f" (rtol: {rtol_reason})"
-    _record(claim, kind="bound", ref=ref, label=label, criterion=criterion, measured=values,
+    kind = "bound"
+    if not_evidence is not None:
+        why = _text("not_evidence", not_evidence)
+        kind, criterion = "illustration", f"illustration, not evidence ({why}): {criterion}"
+    _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values,
             status="passed" if ok else "failed", erratum=erratum)
 
 

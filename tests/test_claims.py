@@ -244,6 +244,20 @@ def test_illustration_is_recorded_but_not_evidence(ledger, capsys):
     assert "PASSED  thm-2.6/slow-bound  [illustration]" in capsys.readouterr().out
 
 
+def test_bound_that_holds_by_construction_is_an_illustration(ledger):
+    why = "v is built with <a, v - w0> = 0"
+    claims.bound("app-c/by-construction", [1.0, 2.0], [1.0, 3.0], ref=P20, label="prop-2-3", not_evidence=why)
+    with pytest.raises(AssertionError, match=r"FAILED  app-c/broken  \[illustration\]"):
+        claims.bound("app-c/broken", [2.0], [1.0], ref=P20, label="prop-2-3", not_evidence=why)
+    with pytest.raises(TypeError, match="not_evidence"):
+        claims.bound("app-c/no-reason", [1.0], [1.0], ref=P20, label="prop-2-3", not_evidence="")
+    recs = lines(ledger)
+    assert [(r["kind"], r["status"]) for r in recs] == [("illustration", "passed"), ("illustration", "failed")]
+    assert recs[0]["criterion"] == (f"illustration, not evidence ({why}): measured ≤ bound on 2 samples; "
+                                    "worst ratio 1, median 0.833")
+    assert not claims.is_evidence(recs[0]) and recs[0]["measured"]["worst_ratio"] == 1.0
+
+
 def test_erratum_is_recorded(ledger):
     claims.rate("ex-2-relu/random-direction", M, power_law(-0.75, 0.02), predicted=-0.75, window=(-0.85, -0.65),
                 rivals={"m^-1/2 (the book's old claim)": -0.5, "m^-1": -1.0}, allowance="±0.1: sign cancellations",

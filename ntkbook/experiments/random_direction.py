@@ -4,7 +4,7 @@ between w₀ and w₀ + R·u for a uniformly random unit direction u ∈ ℝᵐ.
 For K = K_{(x,x)} (Eq. 10) and ΔK = K(w₀ + Ru) − K(w₀):
 
 * ReLU: K = (x²/m)·#{i: w_i x > 0}; weight i crosses zero with probability p_i ≈ φ(0)R|u_i|, up
-  or down with equal probability, so E ΔK = 0 and Var ΔK = (x⁴/m²)Σ p_i(1−p_i) ≈ x⁴R/(π m^{3/2})
+  or down with equal probability, so E ΔK = 0 and Var ΔK = (x⁴/m²)Σ p_i ≈ x⁴R/(π m^{3/2})
   (Σ|u_i| ≈ √(2m/π)): the root-mean-square change is :func:`relu_rms_prediction`,
   x²·√(R/π)·m^{-3/4} — not the worst-case R/√m of a smooth activation;
 * a smooth activation (tanh): the first-order term (2x³R/m)Σ σ'σ''(w_i x)u_i has random signs and
