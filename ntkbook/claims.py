@@ -402,8 +402,7 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: 
         criterion += f" (rtol: {rtol_reason})"
     kind = "bound"
     if not_evidence is not None:
-        why = _text("not_evidence", not_evidence)
-        kind, criterion = "illustration", f"illustration, not evidence ({why}): {criterion}"
+        kind, criterion = "illustration", _not_evidence_text(_text("not_evidence", not_evidence), criterion)
     _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values,
             status="passed" if ok else "failed", erratum=erratum)
 
@@ -583,9 +582,14 @@ def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str, lab
     """
     claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
     passed = _boolean(claim, ok)
-    text = f"illustration, not evidence ({_text('why', why)}): {_text('criterion', criterion)}"
+    text = _not_evidence_text(_text("why", why), _text("criterion", criterion))
     _record(claim, kind="illustration", ref=ref, label=label, criterion=text, measured=measured,
             status="passed" if passed else "failed", erratum=erratum)
+
+
+def _not_evidence_text(why: str, criterion: str) -> str:
+    """The criterion of a check shown as an illustration: why it is not evidence, then what it checks."""
+    return f"illustration, not evidence ({why}): {criterion}"
 
 
 def _boolean(claim: str, condition: Any) -> bool:
