@@ -152,8 +152,7 @@ def test_reader_catches_planted_defects(browser, tmp_path):
     try:
         found = {}
         for page_name, expected in PLANTED.items():
-            problems, page = read_page(browser, base, html, page_name, claims=PLANTED_CLAIMS,
-                                       screenshots=tmp_path / "screenshots")
+            problems, page = read_page(browser, base, html, page_name, claims=PLANTED_CLAIMS)
             page.close()
             found[page_name] = problems
             categories = {p.category for p in problems}
