@@ -87,15 +87,29 @@ def slope_standard_error(x: Any, relative_sd: Any) -> float:
     l = log x, and its standard deviation is (Σ c_i² sd_i²)^{1/2}.  Used to set the tolerance of a
     claim "slope = 0" from the central-limit fluctuations of a Monte-Carlo quantity.
     """
-    lx = np.log(V.numpy_array("x", x, integers=True).ravel())
     sd = V.numpy_array("relative_sd", relative_sd).ravel()
-    if lx.shape != sd.shape:
-        raise ValueError(f"x and relative_sd must have the same size, got {lx.size} and {sd.size}")
+    c = slope_weights(x, size=sd.size, other="relative_sd")
+    return float(np.sqrt(np.sum(c**2 * sd**2)))
+
+
+def slope_weights(x: Any, *, size: int | None = None, other: str = "y") -> np.ndarray:
+    """The weights c_i of a least-squares log–log slope, Σ c_i log y_i: c_i = (l_i − l̄)/Σ_j(l_j − l̄)²,
+    l = log x (shape of ``x`` flattened).  ``size``: the number of y values, checked against x."""
+    lx = np.log(V.numpy_array("x", x, integers=True).ravel())
+    if size is not None and lx.size != size:
+        raise ValueError(f"x and {other} must have the same size, got {lx.size} and {size}")
     centered = lx - lx.mean()
     denom = float(np.sum(centered**2))
     if denom == 0:
         raise ValueError("x must take at least two distinct values")
-    return float(np.sqrt(np.sum((centered / denom) ** 2 * sd**2)))
+    return centered / denom
+
+
+def expected_slope(x: Any, mean_log_y: Any) -> float:
+    """Expectation of the least-squares log–log slope when E[log y_i] = ``mean_log_y[i]``: Σ c_i E[log y_i]
+    with the weights of :func:`slope_weights` (the slope is linear in the log y_i)."""
+    mu = V.numpy_array("mean_log_y", mean_log_y).ravel()
+    return float(np.sum(slope_weights(x, size=mu.size, other="mean_log_y") * mu))
 
 
 def log_factor_allowance(x: Any, power: float = 1.0) -> float:

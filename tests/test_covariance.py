@@ -38,12 +38,12 @@ def bivariate(f1, f2, rho):
 @pytest.mark.parametrize("rho", [-0.9, 0.0, 0.6])
 def test_closed_form_kernels_against_scipy(rho):
     relu = lambda z: max(z, 0.0)  # noqa: E731
-    step = lambda z: 1.0 if z >= 0 else 0.0  # noqa: E731
     assert cov.dual_kernel("relu", rho) == pytest.approx(bivariate(relu, relu, rho), abs=1e-7)
-    # step ⊗ step: the inner integral is P(ρu + √(1−ρ²)t ≥ 0) = Φ(ρu/√(1−ρ²)), then integrate over u ≥ 0
+    # step ⊗ step: the inner integral of bivariate(step, step, ρ) is P(ρu + √(1−ρ²)t ≥ 0) = Φ(ρu/√(1−ρ²)),
+    # done exactly here; then integrate over u ≥ 0.  (Nested quadrature of the two discontinuous steps
+    # agreed to 1e-5 but took 8.6 s at ρ = −0.9 and 5.4 s at ρ = 0.6.)
     orthant = gauss(lambda u: special.ndtr(rho * u / math.sqrt(1 - rho * rho)), 0.0, np.inf)
     assert cov.dual_kernel("relu", rho, derivative=True) == pytest.approx(orthant, abs=1e-9)
-    assert orthant == pytest.approx(bivariate(step, step, rho), abs=1e-5)
     assert cov.dual_kernel("quadratic", rho) == pytest.approx(bivariate(lambda z: z * z / 2, lambda z: z * z / 2, rho),
                                                               abs=1e-8)
 

@@ -32,3 +32,33 @@ def test_hessian_check_table_names_the_run():
     assert "m = 8, x = 1.3" in table.caption
     with pytest.raises(TypeError, match="mapping"):
         ohl.hessian_check_table([1.0], width=8, x=1.3)
+
+
+def test_law_of_the_largest_curvature_against_sampled_networks():
+    """The exact moments of log max_i |σ''(w_i x)| (which fix the Eq. 9 rate window) against 20 000 sampled
+    networks per (m, x): the sample mean within 5 standard errors, the sample variance within 15%."""
+    import numpy as np
+
+    from ntkbook.activations import get_activation
+
+    act, rng, n = get_activation("tanh"), np.random.default_rng(0), 20_000
+    for m in (10, 100):
+        for x in (0.5, 2.0):
+            mean, var = ohl.max_curvature_log_moments([m], x)
+            sample = np.log(np.abs(act.numpy(rng.standard_normal((n, m)) * x, 2)).max(axis=1))
+            assert abs(sample.mean() - mean[0]) <= 5 * math.sqrt(var[0] / n), (m, x)
+            assert 0.85 <= sample.var() / var[0] <= 1.15, (m, x)
+
+
+def test_expected_slope_of_an_exact_power_law_and_the_window():
+    import numpy as np
+
+    from ntkbook import fitting
+
+    widths = np.repeat([10, 30, 100, 1000], 3)
+    assert fitting.expected_slope(widths, -0.7 * np.log(widths) + 2.0) == pytest.approx(-0.7, abs=1e-12)
+    win = ohl.hessian_slope_window(widths, 1.0)
+    low, high = win["window"]
+    # M_m grows towards β_σ with m, so the mean slope lies above −1/2, and the window is symmetric about it
+    assert -0.5 < win["predicted"] < -0.45 and low < win["predicted"] < high
+    assert high - win["predicted"] == pytest.approx(win["predicted"] - low)

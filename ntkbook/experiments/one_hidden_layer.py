@@ -24,7 +24,7 @@ from .. import _validation as V
 from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
-from ..fitting import power_law_fit, slope_standard_error
+from ..fitting import expected_slope, power_law_fit, slope_standard_error, slope_weights
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor, shallow_hessian_eigenvalues
 from ..models import ShallowNetwork, shallow_network
 from ..norms import norm_221
@@ -269,6 +269,61 @@ def eq12_table(pieces: Mapping[str, float], *, width: int, x: float) -> Table:
     return show({"quantity": list(EQ12_NAMES.values()), "value": [pieces[k] for k in EQ12_NAMES]},
                 caption=f"The pieces of Eq. (12)–(15) for m = {width}, x = {x} (float32 network, "
                 f"exact (2,2,1)-norm); 1/√{width} = {1 / math.sqrt(width):.7f}.", digits=7)
+
+
+def max_curvature_log_moments(widths: Any, x: float, *, activation: str = "tanh",
+                              grid: int = 400_001, span: float = 12.0) -> tuple[np.ndarray, np.ndarray]:
+    """Mean and variance of log M_m, M_m = max_{i≤m} |σ''(w_i x)| with w_i iid N(0, 1), for each m in ``widths``.
+
+    For the network of Eq. (8), ‖H‖ = M_m·x²/√m (Eq. 9's Hessian is diagonal), so these moments give the
+    law of log ‖H‖ before anything is measured.  The law of G = |σ''(w x)| is the Gaussian weight of a
+    uniform grid of ``grid`` points w in [−``span``, ``span``] (error far below 1e-6 in the moments for
+    smooth σ), and P(M_m ≤ t) = P(G ≤ t)^m.
+
+    Returns:
+        ``(mean, variance)``, arrays of the shape of ``widths``.
+    """
+    ms = V.numpy_array("widths", widths, integers=True)
+    if np.any(ms < 1):
+        raise ValueError(f"widths must be positive integers, got {ms.ravel().tolist()}")
+    x = V.positive_float("x", x)
+    w = np.linspace(-span, span, V.positive_int("grid", grid))
+    weight = np.exp(-0.5 * w * w)
+    g = np.abs(get_activation(activation).numpy(w * x, 2))
+    order = np.argsort(g)
+    log_g = np.log(np.maximum(g[order], np.finfo(float).tiny))
+    cdf = np.cumsum(weight[order]) / weight.sum()
+    cdf_below = np.concatenate([[0.0], cdf[:-1]])
+    mean, var = np.empty(ms.shape), np.empty(ms.shape)
+    for idx, m in np.ndenumerate(ms):
+        mass = cdf ** int(m) - cdf_below ** int(m)  # P(M_m = g_k)
+        mean[idx] = float(np.sum(mass * log_g))
+        var[idx] = float(np.sum(mass * (log_g - mean[idx]) ** 2))
+    return mean, var
+
+
+def hessian_slope_window(widths: Any, x: float, *, activation: str = "tanh", sds: float = 4.0,
+                         lanczos_rtol: float = 1e-3) -> dict[str, Any]:
+    """The window of the Eq. (9) rate claim, fixed from the law of the maximum before measuring.
+
+    ``widths`` are the widths of the fitted points (one per network, e.g. each width repeated per
+    seed; independent networks).  With log ‖H‖_i = log x² − ½ log m_i + log M_{m_i}, the fitted slope is
+    −½ + Σ c_i log M_{m_i} (:func:`ntkbook.fitting.slope_weights`): its mean and standard deviation
+    follow from :func:`max_curvature_log_moments`.  The window is the mean ± ``sds`` standard deviations,
+    widened by Σ|c_i|·``lanczos_rtol`` because the fitted values are Lanczos estimates within
+    ``lanczos_rtol`` of the closed form (a separate claim checks that).
+
+    Returns ``predicted``, ``window`` (low, high), ``sd`` and ``allowance`` (the text of the claim).
+    """
+    pts = V.numpy_array("widths", widths, integers=True).ravel()
+    mean, var = max_curvature_log_moments(pts, x, activation=activation)
+    predicted = -0.5 + expected_slope(pts, mean)
+    sd = slope_standard_error(pts, np.sqrt(var))
+    half = V.positive_float("sds", sds) * sd + float(np.sum(np.abs(slope_weights(pts)))) * V.positive_float(
+        "lanczos_rtol", lanczos_rtol)
+    return {"predicted": predicted, "window": (predicted - half, predicted + half), "sd": sd,
+            "allowance": f"mean ± {sds:g} sd of the slope from the exact law of max_i |σ''(w_i x)| "
+                         f"(sd {sd:.2g}), plus {lanczos_rtol:g} for the Lanczos values"}
 
 
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
