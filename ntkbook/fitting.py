@@ -112,6 +112,51 @@ def expected_slope(x: Any, mean_log_y: Any) -> float:
     return float(np.sum(slope_weights(x, size=mu.size, other="mean_log_y") * mu))
 
 
+
+@dataclass(frozen=True)
+class SlopeLaw:
+    """The law of a least-squares log–log slope, known before measuring, and the window it gives.
+
+    Attributes:
+        predicted: the mean of the fitted slope.
+        sd: its standard deviation.
+        half_width: ``sds``·sd plus the measurement allowance (see :func:`slope_law_window`).
+        allowance: the window's justification in words (for :func:`ntkbook.claims.rate`).
+    """
+
+    predicted: float
+    sd: float
+    half_width: float
+    allowance: str
+
+    @property
+    def window(self) -> tuple[float, float]:
+        """(predicted − half_width, predicted + half_width)."""
+        return self.predicted - self.half_width, self.predicted + self.half_width
+
+
+def slope_law_window(x: Any, mean_log_y: Any, var_log_y: Any, *, sds: float = 4.0, log_tolerance: float = 0.0,
+                     law: str) -> SlopeLaw:
+    """A rate window from the exact law of the data: the fitted slope Σ c_i log y_i of independent
+    log y_i with known means and variances has mean :func:`expected_slope` and standard deviation
+    :func:`slope_standard_error`; the window is the mean ± ``sds`` sd, widened by Σ|c_i|·``log_tolerance``
+    when each measured log y_i may differ from the modelled one by up to ``log_tolerance`` (e.g. an
+    iterative solver's tolerance).  ``law`` names where the moments come from (recorded in the allowance).
+    """
+    var = V.numpy_array("var_log_y", var_log_y).ravel()
+    if np.any(var < 0):
+        raise ValueError("var_log_y must be non-negative")
+    predicted = expected_slope(x, mean_log_y)
+    sd = slope_standard_error(x, np.sqrt(var))
+    tol = float(log_tolerance)
+    if not math.isfinite(tol) or tol < 0:
+        raise ValueError(f"log_tolerance must be finite and >= 0, got {log_tolerance}")
+    half = V.positive_float("sds", sds) * sd + float(np.sum(np.abs(slope_weights(x)))) * tol
+    allowance = f"mean ± {sds:g} sd of the slope from {law} (sd {sd:.2g})"
+    if tol:
+        allowance += f", plus Σ|c_i|·{tol:.3g} for the measurement tolerance"
+    return SlopeLaw(predicted=predicted, sd=sd, half_width=half, allowance=allowance)
+
 def log_factor_allowance(x: Any, power: float = 1.0) -> float:
     """How much a factor (log x)^power moves a fitted log–log slope over the range of ``x``:
 

@@ -108,16 +108,15 @@ def get(name: str) -> Reproduction:
     return REGISTRY[V.choice("name", name, sorted(REGISTRY))]
 
 
-def save_figure(fig: Any, path: Path, title: str, **suptitle_kwargs: Any) -> None:
+def save_figure(fig: Any, path: Path, title: str) -> None:
     """Title a reproduction's matplotlib figure, write it to ``path`` and close it.
 
-    The title sits above the axes' own titles (``y=1.02`` unless given) and the saved image is
-    cropped to what is drawn, title included.
+    The title sits above the axes' own titles (y = 1.02) and the saved image is cropped to what is
+    drawn, title included.
     """
     import matplotlib.pyplot as plt
 
-    suptitle_kwargs.setdefault("y", 1.02)
-    fig.suptitle(title, **suptitle_kwargs)
+    fig.suptitle(title, y=1.02)
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
 

@@ -24,7 +24,7 @@ from .. import _validation as V
 from .. import plotting
 from ..activations import Activation, get_activation
 from ..eigen import spectral_norm
-from ..fitting import expected_slope, power_law_fit, slope_standard_error, slope_weights
+from ..fitting import SlopeLaw, power_law_fit, slope_law_window, slope_standard_error
 from ..hessian import dense_hessian, hessian_spectral_norm, second_derivative_tensor, shallow_hessian_eigenvalues
 from ..models import ShallowNetwork, shallow_network
 from ..norms import norm_221
@@ -277,8 +277,9 @@ def max_curvature_log_moments(widths: Any, x: float, *, activation: str = "tanh"
 
     For the network of Eq. (8), ‖H‖ = M_m·x²/√m (Eq. 9's Hessian is diagonal), so these moments give the
     law of log ‖H‖ before anything is measured.  The law of G = |σ''(w x)| is the Gaussian weight of a
-    uniform grid of ``grid`` points w in [−``span``, ``span``] (error far below 1e-6 in the moments for
-    smooth σ), and P(M_m ≤ t) = P(G ≤ t)^m.
+    uniform grid of ``grid`` points w in [−``span``, ``span``], and P(M_m ≤ t) = P(G ≤ t)^m.  For tanh,
+    x ∈ {0.5, 2} and m from 10 to 10⁵ the default grid's mean differs from a 4× finer grid on [−16, 16] by
+    less than 3e-9 (variance: 3e-10).
 
     Returns:
         ``(mean, variance)``, arrays of the shape of ``widths``.
@@ -303,27 +304,22 @@ def max_curvature_log_moments(widths: Any, x: float, *, activation: str = "tanh"
 
 
 def hessian_slope_window(widths: Any, x: float, *, activation: str = "tanh", sds: float = 4.0,
-                         lanczos_rtol: float = 1e-3) -> dict[str, Any]:
+                         lanczos_rtol: float = 1e-3) -> SlopeLaw:
     """The window of the Eq. (9) rate claim, fixed from the law of the maximum before measuring.
 
     ``widths`` are the widths of the fitted points (one per network, e.g. each width repeated per
     seed; independent networks).  With log ‖H‖_i = log x² − ½ log m_i + log M_{m_i}, the fitted slope is
-    −½ + Σ c_i log M_{m_i} (:func:`ntkbook.fitting.slope_weights`): its mean and standard deviation
-    follow from :func:`max_curvature_log_moments`.  The window is the mean ± ``sds`` standard deviations,
-    widened by Σ|c_i|·``lanczos_rtol`` because the fitted values are Lanczos estimates within
-    ``lanczos_rtol`` of the closed form (a separate claim checks that).
-
-    Returns ``predicted``, ``window`` (low, high), ``sd`` and ``allowance`` (the text of the claim).
+    −½ + Σ c_i log M_{m_i}; :func:`ntkbook.fitting.slope_law_window` turns the moments of
+    :func:`max_curvature_log_moments` into the window (mean ± ``sds`` sd), widened because the fitted
+    values are Lanczos estimates within ``lanczos_rtol`` of the closed form (a separate claim checks that):
+    |log(‖H‖_Lanczos/‖H‖)| ≤ −log(1 − ``lanczos_rtol``).
     """
     pts = V.numpy_array("widths", widths, integers=True).ravel()
     mean, var = max_curvature_log_moments(pts, x, activation=activation)
-    predicted = -0.5 + expected_slope(pts, mean)
-    sd = slope_standard_error(pts, np.sqrt(var))
-    half = V.positive_float("sds", sds) * sd + float(np.sum(np.abs(slope_weights(pts)))) * V.positive_float(
-        "lanczos_rtol", lanczos_rtol)
-    return {"predicted": predicted, "window": (predicted - half, predicted + half), "sd": sd,
-            "allowance": f"mean ± {sds:g} sd of the slope from the exact law of max_i |σ''(w_i x)| "
-                         f"(sd {sd:.2g}), plus {lanczos_rtol:g} for the Lanczos values"}
+    law = slope_law_window(pts, mean - 0.5 * np.log(pts), var, sds=sds,
+                           log_tolerance=-math.log1p(-V.positive_float("lanczos_rtol", lanczos_rtol)),
+                           law="the exact law of max_i |σ''(w_i x)|")
+    return law
 
 
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:

@@ -25,7 +25,7 @@ from ..reproduce import Reproduction, register, save_figure
 
 def _plot(result: dict[str, Any], path: Path) -> None:
     fig = le.plot_figure1(result)
-    save_figure(fig, path, f"Figure 1 of Liu, Zhu & Belkin (2020) — scale {result['scale']}", y=1.02)
+    save_figure(fig, path, f"Figure 1 of Liu, Zhu & Belkin (2020) — scale {result['scale']}")
 
 
 register(Reproduction(
