@@ -80,19 +80,26 @@ book-student: $(STAMP)
 # (--nbval-sanitize-with) only for a number whose floating-point summation order can legitimately vary,
 # and name the cell it is for.
 EXECUTED := _build/test-executed
-# make test compiles with two of XLA's CPU compile options changed.  Its programs are small (ci sizes,
-# unit-test sizes), so compiling them, not running them, is most of make test's time: measured on this
-# 2-core machine, the kernel unit tests take 166 s with default compilation, 40 s when every program
-# comes from the compilation cache, 87 s with these options.  They leave IEEE semantics alone (no
-# fast-math): expensive LLVM passes are skipped and fusions are emitted by XLA's older loop emitters, so
-# numbers agree with make book's to rounding.  Not used: --xla_backend_optimization_level=0, which cut
-# compile time eightfold but computed a wrong tracked Hessian norm inside a vmapped training loop
-# (0.891 against 0.532 from the dense reference; tests/test_training.py) — an XLA miscompilation.
+# make test compiles with four of XLA's CPU compile options changed.  Its programs are small (ci sizes,
+# unit-test sizes), so compiling them, not running them, is most of make test's time (JAX's compile-time
+# events: 28 of the 36 s of chapter 3b's Theorem 3.2 sweep at ci are XLA's backend compilation of 91
+# programs; the unit tests compile hundreds of one-operation programs).  The options skip work, not
+# semantics — no fast-math, IEEE arithmetic as in make book: expensive LLVM passes are skipped, fusions
+# are emitted by XLA's older loop emitters, LLVM optimizes at -O1 instead of -O2, and a program is
+# compiled into one function run by XLA's classic CPU runtime instead of a sequence of separately
+# compiled thunks.  Measured alone on this 2-core machine, empty compilation cache: the Theorem 3.2
+# sweep 35.8 s with the first two options → 17.7 s with -O1 → 12.7 s with the classic runtime (the same
+# numbers to the last digit); a unit-test subset 78 → 64 s.  In make test, ledgers of the chapters
+# agree with those compiled with the first two options to float32 rounding (18 of 328 records differ,
+# in the 6th digit, or more where the quantity is itself a rounding error or a run of 10⁴–10⁵ float32
+# steps), and every status is the same.  Not used: --xla_backend_optimization_level=0, which computed
+# a wrong tracked Hessian norm inside a vmapped training loop (0.891 against 0.532 from the dense
+# reference; tests/test_training.py) — an XLA miscompilation; that test passes at -O1.
 # papermill's and nbval's executions run under the same options, so their ledgers are still compared byte
 # for byte; JAX's cache key includes XLA_FLAGS, so make book never reuses these executables.  The flags
 # are XLA's (jaxlib as pinned in requirements.txt): an unknown flag stops XLA, so check them when
 # upgrading jaxlib.  TEST_XLA_FLAGS= (empty) tests with make book's compilation.
-TEST_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false
+TEST_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1 --xla_cpu_use_thunk_runtime=false
 test: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(TEST_XLA_FLAGS))
 # Three processes on this 2-core machine: with two, the cores were idle a fifth of the time (a chapter or a
 # test compiles on one thread; the browser tests wait on Chromium); measured in the closing note.

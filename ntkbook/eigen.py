@@ -68,6 +68,7 @@ from scipy.sparse.linalg import ArpackNoConvergence, LinearOperator, eigsh
 
 from . import _validation as V
 from .pytree import FlatSpec, flat_spec
+from .random import normal
 
 Array = jax.Array
 PyTree = Any
@@ -314,7 +315,7 @@ def _start(op: SymmetricOperator, start: Any, key: Array | None, method: str) ->
             seed = 0 if key is None else int(jax.random.randint(key, (), 0, 2**31 - 1))
             return np.random.default_rng(seed).standard_normal(n)
         spec = flat_spec(op.template)
-        v = jax.random.normal(jax.random.key(0) if key is None else key, (spec.size,), spec.dtype)
+        v = normal(jax.random.key(0) if key is None else key, (spec.size,), spec.dtype)
         return v / jnp.linalg.norm(v)
     if op.backend == "numpy":
         v = V.numpy_array("start", start, ndim=1)
@@ -762,7 +763,7 @@ def power_iteration(a: Array, u: Array, iterations: int) -> tuple[Array, Array]:
 @partial(jax.jit, static_argnames=("matvec", "spec", "num_steps", "which", "tol"))
 def _lanczos_fixed(matvec, spec: FlatSpec, operands, key, start, num_steps, which, tol):
     if start is None:
-        v0 = jax.random.normal(key, (spec.size,), spec.dtype)
+        v0 = normal(key, (spec.size,), spec.dtype)
     else:
         v0 = jnp.asarray(start, spec.dtype)
     v0 = spec.unravel(v0 / jnp.linalg.norm(v0))

@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import _validation as V
+from .random import normal
 
 PyTree = Any
 
@@ -58,7 +59,7 @@ def tree_normal_like(key: jax.Array, tree: PyTree) -> PyTree:
     V.pytree_of_arrays("tree", tree, finite=False)
     leaves, treedef = jax.tree_util.tree_flatten(tree)
     keys = jax.random.split(key, len(leaves))
-    new = [jax.random.normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
+    new = [normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
     return jax.tree_util.tree_unflatten(treedef, new)
 
 

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validation as V
+from ..random import normal
 
 Array = jax.Array
 
@@ -24,7 +25,7 @@ def gaussian_inputs(key: Array, n: int, d: int, *, dtype: Any = jnp.float32) -> 
     n = V.positive_int("n", n)
     d = V.positive_int("d", d)
     dtype = V.float_dtype("dtype", dtype)
-    g = jax.random.normal(key, (n, d), dtype)
+    g = normal(key, (n, d), dtype)
     return math.sqrt(d) * g / jnp.linalg.norm(g, axis=1, keepdims=True)
 
 
@@ -36,6 +37,6 @@ def two_classes(key: Array, n: int = 20, d: int = 64, *, dtype: Any = jnp.float3
     """
     k_x, k_t = jax.random.split(key)
     x = gaussian_inputs(k_x, n, d, dtype=dtype)
-    teacher = jax.random.normal(k_t, (d,), x.dtype)
+    teacher = normal(k_t, (d,), x.dtype)
     y = jnp.where(x @ teacher >= 0, 1.0, -1.0).astype(x.dtype)
     return x, y

@@ -15,6 +15,7 @@ import jax
 import jax.numpy as jnp
 
 from .. import _validation as V
+from ..random import normal
 
 Array = jax.Array
 
@@ -36,7 +37,7 @@ def uniform_sphere(key: Array, n: int, d: int, *, dtype=jnp.float32) -> Array:
     n = V.positive_int("n", n)
     d = V.positive_int("d", d)
     dtype = V.float_dtype("dtype", dtype)
-    g = jax.random.normal(key, (n, d), dtype)
+    g = normal(key, (n, d), dtype)
     return g / jnp.linalg.norm(g, axis=1, keepdims=True)
 
 
@@ -44,7 +45,7 @@ def unit_scale_input(key: Array, d: int, dtype: Any = jnp.float32) -> Array:
     """A random input x ∈ ℝ^d with ‖x‖ = √d (uniform on that sphere), so the first pre-activation
     W⁽¹⁾x/√d of an NTK-parameterized network has entries N(0, 1).  Shape ``(d,)``."""
     d = V.positive_int("d", d)
-    g = jax.random.normal(key, (d,), dtype)
+    g = normal(key, (d,), dtype)
     return g * (math.sqrt(d) / jnp.linalg.norm(g))
 
 
@@ -79,7 +80,7 @@ def with_near_duplicate(x: Array, epsilon: float, key: Array, source: int = 0, t
         if not 0 <= i < n:
             raise ValueError(f"{name} must be a row index < {n}, got {i}")
     base = x[source]
-    u = jax.random.normal(key, (d,), x.dtype)
+    u = normal(key, (d,), x.dtype)
     u = u - jnp.dot(u, base) * base
     u = u / jnp.linalg.norm(u)
     new = base + epsilon * u

@@ -43,6 +43,7 @@ from scipy.optimize import minimize_scalar
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..random import normal
 from .common import HIGHEST, STATIC, Array, PyTree, inputs
 
 FAMILIES = ("neuron", "mlp", "square")
@@ -97,7 +98,7 @@ class SubModelFamily:
     def init_one(self, key: Array, input_dim: int, dtype: Any = jnp.float32) -> Array:
         """Initial parameters of one sub-model, shape (p,)."""
         k_a, k_o = jax.random.split(key)
-        a = jax.random.normal(k_a, (self.first_layer_rows * input_dim,), dtype)
+        a = normal(k_a, (self.first_layer_rows * input_dim,), dtype)
         if self.outer_size == 0:
             return a
         return jnp.concatenate([a, jax.random.rademacher(k_o, (self.outer_size,), dtype)])

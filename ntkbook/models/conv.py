@@ -31,6 +31,7 @@ import jax.numpy as jnp
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..random import normal
 from .common import HIGHEST, STATIC, Array, PyTree, squeeze_output
 from .dense import ForwardPass
 
@@ -166,9 +167,9 @@ def conv_net(
     keys = jax.random.split(key, len(widths) + 1)
     layers, fan_in = [], input_channels
     for k, m in zip(keys[:-1], widths, strict=True):
-        layers.append({"W": jax.random.normal(k, (*kernel, fan_in, m), dtype)})
+        layers.append({"W": normal(k, (*kernel, fan_in, m), dtype)})
         fan_in = m
-    v = jax.random.normal(keys[-1], (math.prod(spatial) * widths[-1], output_dim), dtype)
+    v = normal(keys[-1], (math.prod(spatial) * widths[-1], output_dim), dtype)
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v

@@ -28,6 +28,7 @@ import jax.numpy as jnp
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..random import normal
 from .common import HIGHEST, STATIC, Array, PyTree, dense, inputs, squeeze_output
 
 PARAMETERIZATIONS = ("ntk", "lecun")
@@ -113,7 +114,7 @@ def shallow_network(
     parameterization = V.choice("parameterization", parameterization, PARAMETERIZATIONS)
     act = get_activation(activation)
     k_w, k_v = jax.random.split(key)
-    w = jax.random.normal(k_w, (width, input_dim), dtype) * _init_std(input_dim, parameterization)
+    w = normal(k_w, (width, input_dim), dtype) * _init_std(input_dim, parameterization)
     v = jax.random.rademacher(k_v, (width,), dtype) * _init_std(width, parameterization)
     return ShallowNetwork(v=v, activation=act, input_dim=input_dim, parameterization=parameterization), {"w": w}
 
@@ -238,12 +239,12 @@ def mlp(
     layers, fan_in = [], input_dim
     for k, m in zip(keys[:-1], widths, strict=True):
         kw, kb = jax.random.split(k)
-        layer = {"W": jax.random.normal(kw, (m, fan_in), dtype) * _init_std(fan_in, parameterization)}
+        layer = {"W": normal(kw, (m, fan_in), dtype) * _init_std(fan_in, parameterization)}
         if use_bias:
-            layer["b"] = jax.random.normal(kb, (m,), dtype)
+            layer["b"] = normal(kb, (m,), dtype)
         layers.append(layer)
         fan_in = m
-    v = jax.random.normal(keys[-1], (widths[-1], output_dim), dtype) * _init_std(widths[-1], parameterization)
+    v = normal(keys[-1], (widths[-1], output_dim), dtype) * _init_std(widths[-1], parameterization)
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v
@@ -306,10 +307,10 @@ def random_features(
     dtype = V.float_dtype("dtype", dtype)
     k_u, k_c, k_w = jax.random.split(key, 3)
     model = RandomFeatures(
-        U=jax.random.normal(k_u, (num_features, input_dim), dtype),
-        c=jax.random.normal(k_c, (num_features,), dtype),
+        U=normal(k_u, (num_features, input_dim), dtype),
+        c=normal(k_c, (num_features,), dtype),
         activation=get_activation(activation),
     )
-    return model, {"w": jax.random.normal(k_w, (num_features,), dtype)}
+    return model, {"w": normal(k_w, (num_features,), dtype)}
 
 

@@ -24,6 +24,7 @@ import jax.numpy as jnp
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..random import normal
 from .common import HIGHEST, STATIC, Array, PyTree, dense, inputs
 
 
@@ -115,9 +116,9 @@ def densenet(
     dtype = V.float_dtype("dtype", dtype)
     model = DenseNet(widths=widths, activation=get_activation(activation), input_dim=input_dim)
     keys = jax.random.split(key, len(widths) + 1)
-    layers = [{"W": jax.random.normal(k, (m, model.fan_in(i)), dtype)}
+    layers = [{"W": normal(k, (m, model.fan_in(i)), dtype)}
               for i, (k, m) in enumerate(zip(keys[:-1], widths, strict=True), start=1)]
-    v = jax.random.normal(keys[-1], (model.fan_in(len(widths) + 1),), dtype)
+    v = normal(keys[-1], (model.fan_in(len(widths) + 1),), dtype)
     return model, {"layers": layers, "v": v}
 
 

@@ -23,6 +23,7 @@ import jax.numpy as jnp
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..random import normal
 from .common import HIGHEST, STATIC, Array, PyTree, dense, inputs, squeeze_output
 from .dense import ForwardPass
 
@@ -104,9 +105,9 @@ def resnet(
     keys = jax.random.split(key, depth + 1)
     layers, fan_in = [], input_dim
     for k in keys[:-1]:
-        layers.append({"W": jax.random.normal(k, (width, fan_in), dtype)})
+        layers.append({"W": normal(k, (width, fan_in), dtype)})
         fan_in = width
-    v = jax.random.normal(keys[-1], (width, output_dim), dtype)
+    v = normal(keys[-1], (width, output_dim), dtype)
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v

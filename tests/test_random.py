@@ -1,0 +1,37 @@
+"""ntkbook.random.normal draws the numbers of jax.random.normal, bit for bit, on every path it takes."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from ntkbook.random import SHARED_DRAW_MAX, normal
+
+
+@pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (5, 3), (33, 17), (2, 3, 4), (1, 1025), (0,), ()])
+@pytest.mark.parametrize("key", [jax.random.key(5), jax.random.PRNGKey(5)], ids=["typed", "legacy"])
+def test_normal_is_jax_random_normal(shape, key):
+    got, want = normal(key, shape), jax.random.normal(key, shape)
+    assert got.shape == want.shape and got.dtype == want.dtype == jnp.float32
+    np.testing.assert_array_equal(got, want)
+
+
+def test_normal_dtypes_and_x64():
+    key = jax.random.key(11)
+    with jax.enable_x64(True):
+        for dtype in (jnp.float32, jnp.float64, None):
+            got, want = normal(key, (6, 5), dtype), jax.random.normal(key, (6, 5), float if dtype is None else dtype)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(normal(key, [4, 3], jnp.float16), jax.random.normal(key, (4, 3), jnp.float16))
+
+
+def test_normal_under_a_trace_and_above_the_shared_size():
+    keys = jax.random.split(jax.random.key(2), 3)
+    np.testing.assert_array_equal(jax.vmap(lambda k: normal(k, (5,)))(keys),
+                                  jax.vmap(lambda k: jax.random.normal(k, (5,)))(keys))
+    np.testing.assert_array_equal(jax.jit(lambda k: normal(k, (4, 2)))(keys[0]), jax.random.normal(keys[0], (4, 2)))
+    big = (SHARED_DRAW_MAX + 3,)
+    np.testing.assert_array_equal(normal(keys[1], big), jax.random.normal(keys[1], big))
