@@ -112,7 +112,6 @@ def expected_slope(x: Any, mean_log_y: Any) -> float:
     return float(np.sum(slope_weights(x, size=mu.size, other="mean_log_y") * mu))
 
 
-
 @dataclass(frozen=True)
 class SlopeLaw:
     """The law of a least-squares log–log slope, known before measuring, and the window it gives.
@@ -156,6 +155,7 @@ def slope_law_window(x: Any, mean_log_y: Any, var_log_y: Any, *, sds: float = 4.
     if tol:
         allowance += f", plus Σ|c_i|·{tol:.3g} for the measurement tolerance"
     return SlopeLaw(predicted=predicted, sd=sd, half_width=half, allowance=allowance)
+
 
 def log_factor_allowance(x: Any, power: float = 1.0) -> float:
     """How much a factor (log x)^power moves a fitted log–log slope over the range of ``x``:

@@ -316,10 +316,9 @@ def hessian_slope_window(widths: Any, x: float, *, activation: str = "tanh", sds
     """
     pts = V.numpy_array("widths", widths, integers=True).ravel()
     mean, var = max_curvature_log_moments(pts, x, activation=activation)
-    law = slope_law_window(pts, mean - 0.5 * np.log(pts), var, sds=sds,
-                           log_tolerance=-math.log1p(-V.positive_float("lanczos_rtol", lanczos_rtol)),
-                           law="the exact law of max_i |σ''(w_i x)|")
-    return law
+    return slope_law_window(pts, mean - 0.5 * np.log(pts), var, sds=sds,
+                            log_tolerance=-math.log1p(-V.positive_float("lanczos_rtol", lanczos_rtol)),
+                            law="the exact law of max_i |σ''(w_i x)|")
 
 
 def sweep_fits(sweep: dict[str, np.ndarray]) -> dict[float, dict[str, Any]]:
