@@ -13,9 +13,9 @@ Liu, Zhu & Belkin (2020), the activations of Oymak & Soltanolkotabi (2020) — i
   (quadrature, covariances): closed forms where registered, otherwise the JAX function under x64;
 * the constants of the papers (:attr:`Activation.lipschitz`, :attr:`Activation.smoothness`,
   :attr:`Activation.derivative_floor`; with the Hermite constants μ_φ, μ̃_φ, γ_φ in :func:`constants`);
-* its normalized Hermite coefficients (:func:`hermite_coefficients`): exact through sympy for the
-  piecewise-polynomial activations (ReLU, step, quadratic, identity), by the one Gauss–Hermite rule
-  of :mod:`ntkbook.quadrature` otherwise;
+* its normalized Hermite coefficients (:func:`hermite_coefficients`): exact (rational arithmetic on the
+  Gaussian moments) for the piecewise-polynomial activations (ReLU, step, quadratic, identity), by the
+  one Gauss–Hermite rule of :mod:`ntkbook.quadrature` otherwise;
 * closed-form dual kernels K_φ(ρ) = E[φ(u)φ(v)], K_φ'(ρ) = E[φ'(u)φ'(v)] (u, v standard normal with
   correlation ρ) where they exist, used by :mod:`ntkbook.covariance`.
 
@@ -39,8 +39,9 @@ of the step) is a Dirac mass, so those constants are ``inf``.
 
 **Hermite coefficients** (Appendix H of Oymak & Soltanolkotabi): μ_r(f) = E[f(g) h_r(g)] with the
 normalized probabilists' polynomials h_r = He_r/√(r!).  Exact values come from the moments of N(0, 1)
-on the line or the half line (sympy); numerical values from :func:`ntkbook.quadrature.hermite_projection`
-(200 nodes by default).  The two are independent routes (see the tests).
+on the line or the half line, in exact rational arithmetic: √(r!)·μ_r = a + b/√(2π) with rationals a, b
+(:func:`hermite_symbolic` returns it as a sympy expression); numerical values from
+:func:`ntkbook.quadrature.hermite_projection` (200 nodes by default).  The two are independent routes (see the tests).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ Array = jax.Array
 @dataclass(frozen=True)
 class PiecewisePolynomial:
     """f(g) = Σ_k a_k g^k on the whole line, or times 1{g ≥ 0} (``half_line``): the activations whose
-    Hermite coefficients sympy computes exactly from the Gaussian moments.
+    Hermite coefficients are computed exactly from the Gaussian moments.
 
     Attributes:
         coefficients: a_0, a_1, … (rationals).
@@ -95,7 +96,7 @@ class Activation:
         pair_fn: fused JAX z ↦ (σ(z), σ'(z)) with as few transcendental evaluations as possible, or None.
         numpy_fn: float64 NumPy σ, or None (then the JAX function under x64).
         numpy_prime: float64 NumPy σ', or None.
-        hermite: :class:`PiecewisePolynomial` form of σ for exact (sympy) Hermite coefficients, or None.
+        hermite: :class:`PiecewisePolynomial` form of σ for exact Hermite coefficients, or None.
         hermite_prime: the same for σ', or None.
         kernel: closed-form NumPy dual kernel ρ ↦ E[σ(u)σ(v)], or None.
         kernel_prime: closed-form NumPy dual kernel ρ ↦ E[σ'(u)σ'(v)], or None.
@@ -380,30 +381,61 @@ def _sympy():
 
 
 @cache
-def _he_coefficients(r: int) -> tuple:
-    """Coefficients c_j of He_r(g) = Σ_j c_j g^j (sympy integers)."""
-    sp = _sympy()
-    g = sp.Symbol("g")
-    return tuple(sp.Poly(sp.hermite_prob(r, g), g).all_coeffs()[::-1])
+def _he_coefficients(r: int) -> tuple[int, ...]:
+    """Integer coefficients c_j of He_r(g) = Σ_j c_j g^j, from He_{r+1} = g·He_r − r·He_{r−1}."""
+    prev, cur = (1,), (0, 1)  # He_0, He_1
+    if r == 0:
+        return prev
+    for n in range(1, r):
+        nxt = [0, *cur]
+        for j, c in enumerate(prev):
+            nxt[j] -= n * c
+        prev, cur = cur, tuple(nxt)
+    return cur
 
 
-def _gaussian_moment(m: int, half_line: bool):
-    """E[g^m] (full line: (m − 1)!! for even m, 0 for odd m) or E[g^m 1{g ≥ 0}] =
-    2^{(m−1)/2} Γ((m+1)/2)/√(2π) (half line), exact (sympy)."""
-    sp = _sympy()
-    if half_line:
-        return sp.Integer(2) ** sp.Rational(m - 1, 2) * sp.gamma(sp.Rational(m + 1, 2)) / sp.sqrt(2 * sp.pi)
-    return sp.Integer(0) if m % 2 else sp.factorial2(m - 1) if m > 0 else sp.Integer(1)
+def _gaussian_moment(m: int, half_line: bool) -> tuple[Fraction, Fraction]:
+    """E[g^m] (full line) or E[g^m 1{g ≥ 0}] (half line) as (a, b) with the moment = a + b/√(2π), exact.
+
+    Full line: (m − 1)!! for even m, 0 for odd m.  Half line: half of that for even m, and for odd m
+    2^{(m−1)/2} ((m−1)/2)!/√(2π) (= 2^{(m−1)/2} Γ((m+1)/2)/√(2π))."""
+    if m % 2 == 0:
+        even = Fraction(math.prod(range(m - 1, 0, -2)))
+        return (even / 2 if half_line else even), Fraction(0)
+    if not half_line:
+        return Fraction(0), Fraction(0)
+    return Fraction(0), Fraction(2 ** ((m - 1) // 2) * math.factorial((m - 1) // 2))
 
 
 @cache
-def _exact_hermite(form: PiecewisePolynomial, r: int):
-    """μ_r(f) = Σ_k a_k Σ_j c_j E[g^{j+k} (1{g ≥ 0})] / √(r!) for f = Σ_k a_k g^k (·1{g ≥ 0})."""
-    sp = _sympy()
-    total = sum(sp.Rational(a.numerator, a.denominator) * c * _gaussian_moment(j + k, form.half_line)
-                for k, a in enumerate(form.coefficients) if a != 0
-                for j, c in enumerate(_he_coefficients(r)) if c != 0)
-    return sp.nsimplify(sp.simplify(sp.sympify(total) / sp.sqrt(sp.factorial(r))))
+def _exact_hermite(form: PiecewisePolynomial, r: int) -> tuple[Fraction, Fraction]:
+    """√(r!)·μ_r(f) = a + b/√(2π) as exact rationals (a, b), for f = Σ_k a_k g^k (·1{g ≥ 0}):
+    μ_r(f) = Σ_k a_k Σ_j c_j E[g^{j+k} (1{g ≥ 0})]/√(r!) with He_r = Σ_j c_j g^j."""
+    a = b = Fraction(0)
+    for k, coef in enumerate(form.coefficients):
+        if coef == 0:
+            continue
+        for j, c in enumerate(_he_coefficients(r)):
+            if c:
+                ma, mb = _gaussian_moment(j + k, form.half_line)
+                a += coef * c * ma
+                b += coef * c * mb
+    return a, b
+
+
+def _exact_value(form: PiecewisePolynomial, r: int) -> float:
+    """μ_r(f) = (a + b/√(2π))/√(r!) in float64, from the exact rationals of :func:`_exact_hermite`,
+    evaluated with enough decimal digits (mpmath) that the float is correctly rounded even where a and
+    b are large and nearly cancel (for the registered forms one of them is 0: He_r has the parity of r)."""
+    import mpmath  # sympy's dependency
+
+    a, b = _exact_hermite(form, r)
+    digits = 30 + max(len(str(abs(x.numerator))) + len(str(x.denominator)) for x in (a, b))
+    with mpmath.workdps(digits):
+        value = (mpmath.mpf(a.numerator) / a.denominator
+                 + mpmath.mpf(b.numerator) / b.denominator / mpmath.sqrt(2 * mpmath.pi)) / mpmath.sqrt(
+                     mpmath.factorial(r))
+        return float(value)
 
 
 def _exact_form(act: Activation, derivative: bool) -> PiecewisePolynomial | None:
@@ -424,7 +456,10 @@ def hermite_symbolic(activation: str | Activation, r: int, *, derivative: bool =
     if form is None:
         raise ValueError(f"{act.name}{chr(39) if derivative else ''} has no closed-form Hermite coefficients; "
                          "use hermite_coefficients(..., method='quadrature')")
-    return _exact_hermite(form, r)
+    sp = _sympy()
+    a, b = _exact_hermite(form, r)
+    value = sp.Rational(a.numerator, a.denominator) + sp.Rational(b.numerator, b.denominator) / sp.sqrt(2 * sp.pi)
+    return value / sp.sqrt(sp.factorial(r))
 
 
 def hermite_coefficients(activation: str | Activation, r_max: int, *, derivative: bool = False,
@@ -432,7 +467,8 @@ def hermite_coefficients(activation: str | Activation, r_max: int, *, derivative
     """Normalized Hermite coefficients μ_r(φ) (or μ_r(φ') with ``derivative=True``), r = 0 … r_max.
 
     μ_r(f) = E[f(g) h_r(g)], h_r = He_r/√(r!), g ~ N(0, 1) (Appendix H of Oymak & Soltanolkotabi 2020).
-    ``method``: ``"exact"`` (sympy, :func:`hermite_symbolic`; piecewise-polynomial activations only),
+    ``method``: ``"exact"`` (the exact rationals of :func:`hermite_symbolic`, rounded once to float64;
+    piecewise-polynomial activations only),
     ``"quadrature"`` (:func:`ntkbook.quadrature.hermite_projection` with ``degree`` nodes, of the
     float64 NumPy φ or φ') or ``"auto"`` (exact when available).  Returns shape ``(r_max + 1,)``, float64.
     """
@@ -444,7 +480,7 @@ def hermite_coefficients(activation: str | Activation, r_max: int, *, derivative
         raise ValueError(f"no closed-form Hermite coefficients for {act.name}{chr(39) if derivative else ''}; "
                          "use method='quadrature'")
     if form is not None and method in ("auto", "exact"):
-        return np.array([float(_exact_hermite(form, r)) for r in range(r_max + 1)])
+        return np.array([_exact_value(form, r) for r in range(r_max + 1)])
     return quadrature.hermite_projection(lambda t: act.numpy(t, 1 if derivative else 0), r_max, degree=degree)
 
 

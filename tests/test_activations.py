@@ -232,6 +232,24 @@ def test_exact_hermite_closed_forms():
     np.testing.assert_array_equal(A.hermite_coefficients("identity", 4), [0, 1, 0, 0, 0])
 
 
+def _he_at_zero(n: int) -> int:
+    """He_n(0): 0 for odd n, (−1)^{n/2}(n − 1)!! for even n."""
+    return 0 if n % 2 else (-1) ** (n // 2) * math.prod(range(n - 1, 0, -2))
+
+
+def test_exact_hermite_of_the_kinks_at_high_order():
+    """Up to r = 120, against closed forms from ∫_0^∞ He_n(g)φ(g) dg = φ(0)He_{n−1}(0) (n ≥ 1) and
+    g·He_r = He_{r+1} + r·He_{r−1}: step μ_r = φ(0)He_{r−1}(0)/√(r!); ReLU μ_r = φ(0)(He_r(0) +
+    r·He_{r−2}(0))/√(r!) for r ≥ 2 — the moment sums of the exact path cancel to ~10^75 at these orders."""
+    r_max, phi0 = 120, 1 / math.sqrt(2 * math.pi)
+    step = [0.5] + [phi0 * _he_at_zero(r - 1) / math.sqrt(math.factorial(r)) for r in range(1, r_max + 1)]
+    relu = [phi0, 0.5] + [phi0 * (_he_at_zero(r) + r * _he_at_zero(r - 2)) / math.sqrt(math.factorial(r))
+                          for r in range(2, r_max + 1)]
+    np.testing.assert_allclose(A.hermite_coefficients("step", r_max), step, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(A.hermite_coefficients("relu", r_max), relu, rtol=1e-14, atol=0)
+    np.testing.assert_allclose(A.hermite_coefficients("relu", r_max, derivative=True), step, rtol=1e-14, atol=0)
+
+
 def test_quadrature_is_exact_for_polynomials_and_slow_at_kinks():
     for name in ("quadratic", "identity"):
         for derivative in (False, True):
