@@ -370,7 +370,9 @@ _SHARD_SCRIPT = textwrap.dedent("""
 
 def test_sharded_runs_match_one_device():
     """Three runs spread over two (forced host) devices give the results of one device."""
-    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
+    # added to the caller's XLA flags (make test's compile options), not in place of them
+    flags = f"{os.environ.get('XLA_FLAGS', '')} --xla_force_host_platform_device_count=2".strip()
+    env = dict(os.environ, XLA_FLAGS=flags, JAX_PLATFORMS="cpu")
     proc = subprocess.run([sys.executable, "-c", _SHARD_SCRIPT], capture_output=True, text=True, env=env,
                           timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
