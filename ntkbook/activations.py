@@ -55,6 +55,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import mpmath
 import numpy as np
 from scipy.optimize import minimize_scalar
 
@@ -427,8 +428,6 @@ def _exact_value(form: PiecewisePolynomial, r: int) -> float:
     """μ_r(f) = (a + b/√(2π))/√(r!) in float64, from the exact rationals of :func:`_exact_hermite`,
     evaluated with enough decimal digits (mpmath) that the float is correctly rounded even where a and
     b are large and nearly cancel (for the registered forms one of them is 0: He_r has the parity of r)."""
-    import mpmath  # sympy's dependency
-
     a, b = _exact_hermite(form, r)
     digits = 30 + max(len(str(abs(x.numerator))) + len(str(x.denominator)) for x in (a, b))
     with mpmath.workdps(digits):
