@@ -45,9 +45,14 @@ $(STAMP): requirements.txt pyproject.toml
 ## make book: build the HTML at NTKBOOK_SCALE (default: book), warnings as errors.  Chapters whose code
 ## is unchanged since the last make book at that scale (same package source and libraries) come from
 ## Jupyter Book's execution cache with their claims ledger; the others are executed.
+## The chapters to execute are executed first, BOOK_JOBS at a time, into that cache
+## (book/_ext/execute_stale_chapters.py); the build then finds every chapter cached.
 ## make book-fresh: the same, emptying the execution cache first (every chapter executed)
+# Two chapters at a time on this 2-core machine: a chapter's kernel keeps about one core busy.
+BOOK_JOBS ?= 2
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
+	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS)
 	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo ""
 	@echo "The book is in $(CURDIR)/_build/html — open file://$(CURDIR)/_build/html/index.html"

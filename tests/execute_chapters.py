@@ -16,7 +16,7 @@ Layout of ``OUT``::
     OUT/execution.json                {stem: {"seconds": wall time, "error": text or null}}
 
 Chapters run ``--jobs`` at a time (each in its own kernel process), longest first according to the
-committed times of a fresh-clone ``make test`` (``tests/chapter_seconds.json``; the benchmark page's chapter
+committed times of a fresh-clone ``make test`` (``book/_data/chapter_seconds.json``, key ``ci``; the benchmark page's chapter
 times are warm-cache ones, which order the chapters differently), so that the last one to finish is short.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 import nbformat
 
 ROOT = Path(__file__).resolve().parents[1]
-ORDER_HINT = ROOT / "tests" / "chapter_seconds.json"
+ORDER_HINT = ROOT / "book" / "_data" / "chapter_seconds.json"
 
 
 def chapter_stems() -> list[str]:
@@ -60,7 +60,7 @@ def copy_book(out: Path) -> Path:
 def _expected_seconds() -> dict[str, float]:
     if not ORDER_HINT.exists():
         return {}
-    return {stem: float(s) for stem, s in json.loads(ORDER_HINT.read_text())["seconds"].items()}
+    return {stem: float(s) for stem, s in json.loads(ORDER_HINT.read_text())["ci"].items()}
 
 
 def execute_one(path: Path, ledger: Path) -> dict:

@@ -18,6 +18,10 @@ ledger page): a chapter served from the cache keeps the ledger of the execution 
 outputs shown, a re-executed chapter rewrites its own file, so the ledger page always lists every
 chapter with the numbers the pages show.
 
+``make book`` fills this cache before the build, executing the chapters that it lacks several at a
+time (``execute_stale_chapters.py``, with :func:`prepare_cache`); the build then reads every chapter
+from it.
+
 Only active in ``cache`` mode: ``make test`` (papermill, then a build with execution ``off``) and
 ``execute_notebooks: force`` never use it.
 """
@@ -58,16 +62,24 @@ def cache_dir(build_dir: Path, scale: str) -> Path:
     return build_dir / ".jupyter_cache" / f"{scale}-{code_digest()}"
 
 
-def _config_inited(app: Sphinx, config: Any) -> None:
-    if config.nb_execution_mode != "cache":
-        return
-    scale = os.environ.get("NTKBOOK_SCALE", "book")
-    path = cache_dir(Path(app.outdir).resolve().parent, scale)
+def prepare_cache(build_dir: Path, scale: str) -> Path:
+    """The execution cache of a build at ``scale`` in ``build_dir``, with its ``ledger/`` folder created;
+    caches of the same scale with another digest are removed.  Used by the build and by
+    ``execute_stale_chapters.py``, which fills the cache before the build."""
+    path = cache_dir(build_dir, scale)
     for old in path.parent.glob(f"{scale}-*"):
         if old != path and old.is_dir():
             LOGGER.info(f"execution cache: removing {old.name} (other package source or library versions)")
             shutil.rmtree(old, ignore_errors=True)
     (path / "ledger").mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _config_inited(app: Sphinx, config: Any) -> None:
+    if config.nb_execution_mode != "cache":
+        return
+    scale = os.environ.get("NTKBOOK_SCALE", "book")
+    path = prepare_cache(Path(app.outdir).resolve().parent, scale)
     config.nb_execution_cache_path = str(path)
     config.ntkbook_ledger_dir = str(path / "ledger")
     os.environ["NTKBOOK_LEDGER_DIR"] = str(path / "ledger")  # inherited by the kernels that execute

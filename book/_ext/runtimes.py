@@ -5,7 +5,8 @@ Nothing is typed by hand and nothing comes from another run:
 
 * a notebook executed by myst-nb during the build: myst-nb's execution record (``exec_data``: run
   time, and whether it came from Jupyter Book's execution cache — then the page says when that
-  execution happened);
+  execution happened: ``make book`` executes stale chapters into the cache just before the build,
+  ``book/_ext/execute_stale_chapters.py``, so in a ``make book`` every chapter comes from there);
 * a notebook executed before the build (the test suite runs every chapter with papermill and builds
   from those outputs with execution off): papermill's metadata in the notebook (``duration``, and the
   ``scale`` parameter it injected);
@@ -79,7 +80,9 @@ def runtime_text(app, docname: str) -> str:
         return text + " (papermill, for this build)."
     if run.get("method") == "cache":
         when = dt.datetime.fromtimestamp(float(run.get("mtime") or 0), dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
-        return text + f" on {when}; this build reused that execution from Jupyter Book's cache."
+        return text + (f" on {when}; this page shows that execution's outputs, kept in Jupyter Book's execution"
+                       " cache (make book executes a chapter again only when its code, the package or the"
+                       " libraries changed).")
     return text + " when this book was built."
 
 

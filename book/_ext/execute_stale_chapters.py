@@ -1,0 +1,135 @@
+"""Execute the chapters that ``make book`` would execute, several at a time, into Jupyter Book's cache.
+
+``make book`` runs this before ``jupyter-book build``.  Jupyter Book (myst-nb in ``cache`` mode)
+executes a chapter that is not in its execution cache while it reads the page, one chapter after
+another, and on this 2-core machine a chapter's kernel mostly keeps one core busy.  This script finds
+the same stale chapters, executes them ``--jobs`` at a time (longest first), and stores each one in the
+cache exactly as myst-nb would (``jupyter_cache``'s ``single_nb_execution`` with the build's timeout,
+``allow_errors`` off, the chapter's directory as working directory; then ``cache_notebook_bundle`` with
+the run time).  The build that follows finds every chapter cached and executes nothing.
+
+* **The cache and ledger directory** are the build's (:func:`execution_cache.prepare_cache`): the scale
+  from ``$NTKBOOK_SCALE``, the digest of the package source and library versions; each kernel writes its
+  claims ledger there (``$NTKBOOK_LEDGER_DIR``), as in the build.
+* **Which chapters**: the notebooks of ``_toc.yml`` (``book/*.ipynb``) that jupyter-cache cannot match,
+  by the same hash of code cells and kernelspec that myst-nb matches them with.
+* **Resuming**: each chapter is stored as soon as it finishes, so an interrupted ``make book`` starts
+  again with the chapters that were not finished.
+* **A failing chapter** (a cell raised, e.g. a claim failed) is not stored: its traceback is printed and
+  the script exits with status 1 after the other chapters finished, so ``make book`` stops with the
+  error, as the build itself would.
+* **Order**: longest first by ``book/_data/chapter_seconds.json`` at the build's scale.
+
+Run times stored in the cache (shown in each chapter's run-time box and on the Execution statistics
+page) are wall times with ``--jobs`` chapters sharing the machine.
+
+Usage (from the repository root): ``python book/_ext/execute_stale_chapters.py --jobs 2``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import os
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from pathlib import Path
+from typing import Any
+
+import nbformat
+import yaml
+
+from execution_cache import prepare_cache  # a sibling module: run as a script, its folder is on sys.path
+
+ROOT = Path(__file__).resolve().parents[2]
+ORDER_HINT = ROOT / "book" / "_data" / "chapter_seconds.json"
+
+
+def toc_notebooks(root: Path = ROOT) -> list[Path]:
+    """The ``.ipynb`` chapters listed in ``root/_toc.yml``, in the order of the table of contents."""
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    return [root / f"{f}.ipynb" for f in files if (root / f"{f}.ipynb").exists()]
+
+
+def expected_seconds(scale: str) -> dict[str, float]:
+    """The committed chapter times at ``scale`` (only their order matters), or ``{}``."""
+    if not ORDER_HINT.exists():
+        return {}
+    return {stem: float(s) for stem, s in json.loads(ORDER_HINT.read_text()).get(scale, {}).items()}
+
+
+def _execute(path: str, timeout: int | None) -> tuple[str, dict[str, Any] | None, float, str | None]:
+    """Worker: execute the notebook at ``path`` as myst-nb does; return it (as JSON), its time, its error."""
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    nb = nbformat.read(path, as_version=4)
+    result = single_nb_execution(nb, cwd=str(Path(path).parent), timeout=timeout, allow_errors=False,
+                                 meta_override=True)
+    if result.err is not None:
+        return path, None, result.time, result.exc_string or repr(result.err)
+    return path, nbformat.writes(result.nb), result.time, None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--jobs", type=int, default=2, help="chapters executed at the same time (≥ 1)")
+    parser.add_argument("--build-dir", type=Path, default=ROOT / "_build", help="Jupyter Book's build folder")
+    args = parser.parse_args(argv)
+    if args.jobs < 1:
+        raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+
+    from jupyter_cache import get_cache
+    from jupyter_cache.base import CacheBundleIn
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    execute = config.get("execute", {})
+    if execute.get("execute_notebooks", "auto") != "cache":
+        print("execute_notebooks is not 'cache' in _config.yml: nothing to do", flush=True)
+        return 0
+    timeout = execute.get("timeout")
+    scale = os.environ.get("NTKBOOK_SCALE", "book")
+    path = prepare_cache(args.build_dir.resolve(), scale)
+    os.environ["NTKBOOK_LEDGER_DIR"] = str(path / "ledger")  # inherited by the kernels
+    cache = get_cache(str(path))
+
+    stale = []
+    for nb_path in toc_notebooks():
+        try:
+            cache.match_cache_notebook(nbformat.read(nb_path, as_version=4))
+        except KeyError:
+            stale.append(nb_path)
+    if not stale:
+        print(f"execution cache ({scale}): every chapter is cached", flush=True)
+        return 0
+    hint = expected_seconds(scale)
+    stale.sort(key=lambda p: -hint.get(p.stem, 0.0))
+    print(f"execution cache ({scale}): executing {len(stale)} chapter(s), {args.jobs} at a time, into {path}",
+          flush=True)
+
+    failed = []
+    start = time.perf_counter()
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=args.jobs, mp_context=context) as pool:
+        futures = [pool.submit(_execute, str(p), timeout) for p in stale]
+        for future in as_completed(futures):
+            nb_path, text, seconds, error = future.result()
+            stem = Path(nb_path).stem
+            if error is not None:
+                failed.append(stem)
+                print(f"  {stem:45s} {seconds:7.1f} s  FAILED\n{error}", flush=True)
+                continue
+            record = cache.add_nb_to_project(nb_path)
+            cache.cache_notebook_bundle(
+                CacheBundleIn(nbformat.reads(text, as_version=4), record.uri, data={"execution_seconds": seconds}),
+                check_validity=False, overwrite=True)
+            print(f"  {stem:45s} {seconds:7.1f} s  cached", flush=True)
+    print(f"executed {len(stale)} chapter(s) in {time.perf_counter() - start:.0f} s wall"
+          + (f"; FAILED: {', '.join(failed)}" if failed else ""), flush=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
