@@ -48,8 +48,19 @@ $(STAMP): requirements.txt pyproject.toml
 ## The chapters to execute are executed first, BOOK_JOBS at a time, into that cache
 ## (book/_ext/execute_stale_chapters.py); the build then finds every chapter cached.
 ## make book-fresh: the same, emptying the execution cache first (every chapter executed)
-# Two chapters at a time on this 2-core machine: a chapter's kernel keeps about one core busy.
+# Two chapters at a time on this 2-core machine (measured at book scale, before BOOK_XLA_FLAGS: 1477 s of
+# chapters' wall time against 1581 s one after another; a chapter often keeps both cores busy, but not
+# while XLA compiles, which is one thread).
 BOOK_JOBS ?= 2
+# make book compiles with three of make test's four XLA options (see TEST_XLA_FLAGS below: IEEE
+# arithmetic, no fast-math; LLVM at -O1 without its expensive passes, XLA's classic CPU runtime).  At
+# book scale most of a chapter's time was compilation: chapter 5 took 167 s with an empty compilation
+# cache and 59 s with a full one.  Measured cold on this machine: chapter 5 167 → 110 s; chapter 9 (after
+# the gd_sweeps change) 137 s, against 184 s with all four of make test's options — the fourth,
+# --xla_cpu_use_fusion_emitters=false, slows the phase-transition loop (61 → 108 s), so make book leaves
+# it out.  The options are part of the execution cache's key (book/_ext/execution_cache.py).
+BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=1 --xla_cpu_use_thunk_runtime=false
+book: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
 	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS)

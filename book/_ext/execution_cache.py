@@ -8,8 +8,9 @@ decide the numbers too, so they key the cache directory itself:
 
 * the scale (``$NTKBOOK_SCALE``, read by the ``parameters`` cell): a ``ci`` build never shows cached
   ``book`` outputs, and the other way round;
-* the code that computes: the source of the ``ntkbook`` package that is imported and the versions of
-  the numerical libraries — any change there re-executes every chapter.
+* the code that computes: the source of the ``ntkbook`` package that is imported, the versions of
+  the numerical libraries and XLA's compile options (``$XLA_FLAGS``, set by ``make book``) — any change
+  there re-executes every chapter.
 
 The cache of one build lives in ``_build/.jupyter_cache/<scale>-<digest>/``; older digests of the same
 scale are removed.  Each chapter's claims ledger (``ntkbook.claims``) is written next to its cached
@@ -43,7 +44,7 @@ LIBRARIES = ("jax", "jaxlib", "numpy", "scipy", "sympy", "pandas", "matplotlib")
 
 
 def code_digest() -> str:
-    """A digest of the imported ``ntkbook`` package's source and of the numerical libraries' versions."""
+    """A digest of the imported ``ntkbook`` package's source, the numerical libraries' versions and ``$XLA_FLAGS``."""
     import ntkbook
 
     package = Path(ntkbook.__file__).resolve().parent
@@ -55,6 +56,7 @@ def code_digest() -> str:
             h.update(f"{lib}=={metadata.version(lib)}\n".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{lib} missing\n".encode())
+    h.update(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}\n".encode())  # compile options change the rounding
     return h.hexdigest()[:16]
 
 

@@ -21,7 +21,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
-from ..hessian import hessian_spectral_norm
+from ..hessian import at_input, hessian_spectral_norm
 from ..kernels import empirical_ntk, relative_change
 from ..models import linearize, mlp, random_features
 from ..progress import progress
@@ -181,12 +181,15 @@ def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]
     * measured: |K_{(a,b)}(w) − K_{(a,b)}(w₀)|;
     * bound (the proof of Prop. 2.3, App. D of the paper): ε·‖w − w₀‖·(‖∇f(w₀; a)‖ + ‖∇f(w; b)‖), where
       ε = max over ``segment_points`` equally spaced points ξ of [w₀, w] of max(‖H_a(ξ)‖, ‖H_b(ξ)‖),
-      each Hessian norm computed matrix-free (Lanczos, tolerance ``tol``).
+      each Hessian norm from :func:`ntkbook.hessian_spectral_norm` with ``operator="auto"``: ARPACK on the
+      compressed operator QᵀHQ over the range of H (:mod:`ntkbook.hessian_compressed`; the same non-zero
+      eigenvalues as the Hessian-vector-product Lanczos of ``operator="full"``, 20× faster at m = 1024),
+      relative tolerance ``tol``.
 
     Returns a dict of equal-length arrays (one entry per (width, radius, direction, sample, pair)):
     ``width``, ``params``, ``radius``, ``direction`` (index into :data:`DIRECTIONS`), ``pair``
     (0, 1, 2), ``delta_k``, ``eps``, ``bound``, ``k0`` (K(w₀) of that pair), and
-    ``max_residual`` (largest relative Lanczos residual behind ε).
+    ``max_residual`` (largest relative eigen-solver residual behind ε, measured on QᵀHQ).
     """
     d = settings.input_dim
     k_in, key = jax.random.split(key)
@@ -205,12 +208,12 @@ def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]
 
         grad = jax.jit(jax.grad(f))
 
-        def segment_max(u, radius, xi, start, f=f, w0=w0):
-            """max ‖H‖ over the segment points, each Lanczos run warm-started from the last."""
+        def segment_max(u, radius, xi, start, model=model, w0=w0):
+            """max ‖H‖ over the segment points, each eigen-solver run warm-started from the last."""
             values, residuals = [], []
             for t in ts:
-                r = hessian_spectral_norm(f, tree_axpy(t * radius, u, w0), args=(xi,), tol=settings.tol,
-                                          max_iter=2000, start=start)
+                r = hessian_spectral_norm(at_input(model.apply, xi), tree_axpy(t * radius, u, w0), operator="auto",
+                                          tol=settings.tol, max_iter=2000, start=start)
                 start = r.eigenvector if r.eigenvector is not None else start
                 values.append(r.value)
                 residuals.append(r.residual)
@@ -219,8 +222,8 @@ def kernel_change_in_ball(settings: Prop23, key: Array) -> dict[str, np.ndarray]
         k0 = empirical_ntk(model.apply, w0, inputs, method="auto")
         g0 = [grad(w0, xi) for xi in inputs]
         g0_norm = [float(tree_norm(g)) for g in g0]
-        tops = [hessian_spectral_norm(f, w0, args=(xi,), tol=settings.tol, max_iter=2000).eigenvector
-                for xi in inputs]
+        tops = [hessian_spectral_norm(at_input(model.apply, xi), w0, operator="auto", tol=settings.tol,
+                                      max_iter=2000).eigenvector for xi in inputs]
         top = tops[0]
         unit_grad = jax.tree_util.tree_map(lambda a, n=g0_norm[0]: a / n, g0[0])
         for radius in settings.radii:
