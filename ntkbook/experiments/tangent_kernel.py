@@ -343,7 +343,7 @@ def norm_model_table(pit: dict[str, np.ndarray]) -> Table:
 
 def ball_summary(ball: dict[str, np.ndarray], settings: Prop23) -> Table:
     """Per (width, radius) of :func:`kernel_change_in_ball`: largest kernel change, ε, bound, and worst
-    ratio |ΔK| / bound; the caption gives the number of samples and the Lanczos tolerance.
+    ratio |ΔK| / bound; the caption gives the number of samples and the eigen-solver's tolerance.
 
     Raises:
         TypeError: if ``ball`` is not a mapping or ``settings`` not a ``Prop23``.
@@ -362,7 +362,7 @@ def ball_summary(ball: dict[str, np.ndarray], settings: Prop23) -> Table:
                          "max bound": float(ball["bound"][sel].max()),
                          "worst |ΔK| / bound": float(ratio[sel].max())})
     return show(rows, caption=f"Proposition 2.3 on {ball['delta_k'].size} (point, kernel entry) "
-                f"pairs; Hessian norms by Lanczos with tolerance {settings.tol:g}.")
+                f"pairs; Hessian norms by ARPACK on the compressed operator, relative tolerance {settings.tol:g}.")
 
 
 def max_eps_by_width(ball: dict[str, np.ndarray]) -> tuple[np.ndarray, list[float]]:
