@@ -34,8 +34,10 @@ from pathlib import Path
 
 import nbformat
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+from execute_stale_chapters import expected_seconds  # the one reader of the order hints
+
 ROOT = Path(__file__).resolve().parents[1]
-ORDER_HINT = ROOT / "book" / "_data" / "chapter_seconds.json"
 
 
 def chapter_stems() -> list[str]:
@@ -58,9 +60,7 @@ def copy_book(out: Path) -> Path:
 
 
 def _expected_seconds() -> dict[str, float]:
-    if not ORDER_HINT.exists():
-        return {}
-    return {stem: float(s) for stem, s in json.loads(ORDER_HINT.read_text())["ci"].items()}
+    return expected_seconds("ci")
 
 
 def execute_one(path: Path, ledger: Path) -> dict:
