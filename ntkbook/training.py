@@ -137,18 +137,32 @@ class StopRule:
 
     * ``L(w_t) < loss_below`` — converged;
     * ``not L(w_t) <= diverge_above`` (larger, or not finite) — diverged;
-    * ``t == max_steps`` — the step cap (w_t has had t updates).
+    * ``t == max_steps`` — the step cap (w_t has had t updates);
+    * stalled (only with ``stall_below``): t is a recorded step, t ≥ ``stall_after``, and the loss fell by
+      less than the fraction ``stall_below`` over the second half of the run,
+      L(w_t) > (1 − ``stall_below``)·L(w_h) with h the last recorded step ≤ t/2 — a run on a plateau
+      that gradient descent leaves, if at all, only after far more steps than it has taken.  A run
+      converging at rate ρ falls by a factor e^{−ρt/2} over that half, so the rule never stops one with
+      ρt/2 > −log(1 − ``stall_below``) (t ≥ 2·10³ for ρ = 10⁻⁵ and 1 %).
 
     ``loss_below`` and ``diverge_above`` are numbers or one value per run; ``None`` disables them.
-    Without either, every run takes exactly ``max_steps`` steps (compiled as a ``lax.scan``).
+    Without any of them, every run takes exactly ``max_steps`` steps (compiled as a ``lax.scan``).
     """
 
     max_steps: int
     loss_below: Any = None
     diverge_above: Any = None
+    stall_below: float | None = None
+    stall_after: int = 1
 
     def __post_init__(self) -> None:
         V.positive_int("max_steps", self.max_steps, minimum=0)
+        if self.stall_below is not None:
+            value = V.positive_float("stall_below", self.stall_below)
+            if value >= 1:
+                raise ValueError(f"stall_below must be a fraction in (0, 1), got {self.stall_below!r}")
+            object.__setattr__(self, "stall_below", value)
+        V.positive_int("stall_after", self.stall_after)
         for name in ("loss_below", "diverge_above"):
             value = getattr(self, name)
             if value is None:
@@ -161,7 +175,7 @@ class StopRule:
     @property
     def early(self) -> bool:
         """Whether a run can stop before ``max_steps``."""
-        return self.loss_below is not None or self.diverge_above is not None
+        return self.loss_below is not None or self.diverge_above is not None or self.stall_below is not None
 
 
 @dataclass(frozen=True)
@@ -294,6 +308,16 @@ class _Spec(NamedTuple):
     sgd: bool
     per_run_data: bool
     measure_updates: bool
+    stall_below: float | None = None
+    stall_after: int = 1
+
+
+def _half_slots(steps: Sequence[int]) -> np.ndarray:
+    """half[j] = position in ``steps`` of the last recorded step ≤ steps[j] // 2 (−1 if none, and for
+    the spare slot at the end, which unrecorded steps index): the reference of the stall rule."""
+    rec = np.asarray(steps, np.int64)
+    half = np.searchsorted(rec, rec // 2, side="right").astype(np.int32) - 1
+    return np.concatenate([half, np.asarray([-1], np.int32)])
 
 
 def _slots(steps: Sequence[int], max_steps: int) -> np.ndarray:
@@ -407,6 +431,7 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
         return jax.vmap(measure, in_axes=(0, data_axis, data_axis, 0))(p, x, y, refs[k])
 
     loss_slots = jnp.asarray(_slots(spec.record_steps, spec.max_steps))
+    half_slots = jnp.asarray(_half_slots(spec.record_steps))
     tracker_slots = [jnp.asarray(_slots(steps, spec.max_steps)) for *_, steps in spec.trackers]
 
     def record(s, t, loss_t, stopping):
@@ -435,6 +460,7 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
     state = {"params": params, "opt": opt_state, "done": jnp.zeros((runs,), bool),
              "steps": jnp.zeros((runs,), jnp.int32), "loss": jnp.full((runs,), jnp.nan, lr.dtype),
              "converged": jnp.zeros((runs,), bool), "diverged": jnp.zeros((runs,), bool),
+             "stalled": jnp.zeros((runs,), bool),
              "losses": jnp.full((runs, len(spec.record_steps) + 1), jnp.nan, lr.dtype),
              "buffers": dict(buffers), "finals": dict(finals)}
     if spec.measure_updates:
@@ -448,13 +474,21 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
             loss_t, grads = loss_and_grad(s["params"], t)
             conv = (loss_t < below) if spec.has_below else jnp.zeros_like(s["done"])
             div = (~(loss_t <= above) & ~conv) if spec.has_above else jnp.zeros_like(s["done"])
-            stopping = ~s["done"] & (conv | div | (t >= spec.max_steps))
+            if spec.stall_below is not None:  # read L(w_h) before record() writes L(w_t)
+                half = half_slots[loss_slots[t]]
+                reference = s["losses"][:, jnp.maximum(half, 0)]
+                stall = ((half >= 0) & (t >= spec.stall_after) & ~conv & ~div
+                         & (loss_t > (1.0 - spec.stall_below) * reference))
+            else:
+                stall = jnp.zeros_like(s["done"])
+            stopping = ~s["done"] & (conv | div | stall | (t >= spec.max_steps))
             s = record(s, t, loss_t, stopping)
             s = update(s, t, grads, ~(s["done"] | stopping))
             s["steps"] = jnp.where(stopping, t, s["steps"])
             s["loss"] = jnp.where(stopping, loss_t, s["loss"])
             s["converged"] = s["converged"] | (stopping & conv)
             s["diverged"] = s["diverged"] | (stopping & div)
+            s["stalled"] = s["stalled"] | (stopping & stall)
             s["done"] = s["done"] | stopping
             return t + 1, s
 
@@ -475,7 +509,7 @@ def _group_loop(spec: _Spec, params: PyTree, lr: Array, x: Any, y: Any, batches:
         if spec.keep_path:
             path = jax.tree_util.tree_map(lambda a0, rest: jnp.concatenate([a0[:, None], jnp.swapaxes(rest, 0, 1)],
                                                                            axis=1), params, path)
-    out = {k: state[k] for k in ("params", "loss", "steps", "converged", "diverged")}
+    out = {k: state[k] for k in ("params", "loss", "steps", "converged", "diverged", "stalled")}
     out["losses"] = state["losses"][:, :-1]  # drop the spare slots
     out["tracked"] = jax.tree_util.tree_map(lambda a: a[:, :-1], state["buffers"])
     out["final"] = state["finals"]
@@ -614,7 +648,8 @@ class TrainResult:
     """What :func:`train` returns (NumPy arrays; R = runs, absent for a single run).
 
     * ``params`` — final parameters (those of the stopping step), ``loss`` — L at the stopping step;
-    * ``steps`` — the stopping step t (updates taken), ``converged`` / ``diverged`` — why it stopped;
+    * ``steps`` — the stopping step t (updates taken), ``converged`` / ``diverged`` / ``stalled`` — why it
+      stopped (none of them: the step cap);
     * ``record_steps`` (S,) and ``losses`` (R, S) — L(w_t) at the recorded steps (NaN after the stop);
     * ``tracked[name]`` (R, S_name, …) at ``tracked_steps[name]`` (NaN after the stop), ``final[name]``
       (R, …) at the stopping step;
@@ -628,6 +663,7 @@ class TrainResult:
     steps: np.ndarray
     converged: np.ndarray
     diverged: np.ndarray
+    stalled: np.ndarray
     record_steps: np.ndarray
     losses: np.ndarray
     tracked: dict[str, Any] = field(default_factory=dict)
@@ -690,10 +726,11 @@ def _make_spec(apply_fn, *, stop: StopRule, loss, optimizer, track, record_steps
     V.callable_("optimizer", optimizer)
     max_steps = stop.max_steps
     if sgd and stop.early:
-        raise ValueError("SGD (batches given) runs a fixed number of steps: stop must have no loss_below "
-                         "or diverge_above")
+        raise ValueError("SGD (batches given) runs a fixed number of steps: stop must have no loss_below, "
+                         "diverge_above or stall_below")
     if keep_path and stop.early:
-        raise ValueError("keep_path needs a fixed number of steps (a StopRule without loss_below/diverge_above)")
+        raise ValueError("keep_path needs a fixed number of steps (a StopRule without loss_below/diverge_above/"
+                         "stall_below)")
     rec = (np.unique(np.asarray(record_steps, np.int64)) if record_steps is not None
            else record_schedule(max_steps) if max_steps > 0 else np.zeros(1, np.int64))
     if rec.ndim != 1 or rec.size == 0 or rec[0] < 0 or rec[-1] > max_steps:
@@ -701,7 +738,7 @@ def _make_spec(apply_fn, *, stop: StopRule, loss, optimizer, track, record_steps
     rec = tuple(int(s) for s in rec)
     return _Spec(apply_fn, loss, optimizer, _tracker_tuple(track, rec, max_steps), rec, max_steps, stop.early,
                  stop.loss_below is not None, stop.diverge_above is not None, bool(keep_path), sgd,
-                 bool(per_run_data), bool(measure_updates))
+                 bool(per_run_data), bool(measure_updates), stop.stall_below, int(stop.stall_after))
 
 
 def _prepare(apply_fn, params, x, y, *, lr, stop, loss, optimizer, track, record_steps, batches, keep_path,
@@ -821,7 +858,8 @@ def train(
     if not runs:
         out = jax.tree_util.tree_map(lambda a: a[0], out)
     return TrainResult(params=out["params"], loss=out["loss"], steps=out["steps"], converged=out["converged"],
-                       diverged=out["diverged"], record_steps=np.asarray(spec.record_steps), losses=out["losses"],
+                       diverged=out["diverged"], stalled=out["stalled"], record_steps=np.asarray(spec.record_steps),
+                       losses=out["losses"],
                        tracked=out["tracked"], final=out["final"],
                        tracked_steps={name: np.asarray(steps) for name, _, _, steps in spec.trackers},
                        path=out.get("path"), update_norms=out.get("update_norms"),

@@ -150,6 +150,37 @@ def test_stopping_rule_per_run(x64):
     assert run.converged[:2].all() and run.steps[2] == 120 and not run.converged[2] and run.diverged[3]
 
 
+def test_stall_rule_stops_a_plateau_at_the_first_qualifying_recorded_step(x64):
+    """A least-squares fit that cannot interpolate (a linear model, 2 parameters, 5 targets) converges to
+    L* > 0, so its loss stops falling: the stall rule stops it at the first recorded step t ≥ stall_after
+    with L(w_t) > (1 − f)·L(w_h), h the last recorded step ≤ t/2 — found here from a plain GD loop run to
+    the cap.  A run that interpolates stops by its tolerance at the same step with or without the rule."""
+    x, y = _data(5)
+    linear = lambda p, xx: xx @ p  # noqa: E731
+    p0 = jnp.zeros((2, 2), jnp.float64)
+    lrs, frac, after, cap = np.array([0.05, 0.2]), 0.01, 8, 400
+    stop = training.StopRule(cap, stall_below=frac, stall_after=after)
+    run = training.train(linear, p0, x, y, lr=lrs, stop=stop, runs=True)
+    rec = [int(s) for s in run.record_steps]
+    for r in range(2):
+        _, losses = _plain_gd(linear, p0[r], x, y, lrs[r], cap)
+        qualifying = [t for t in rec if t >= after and t >= 2
+                      and losses[t] > (1 - frac) * losses[max(s for s in rec if s <= t // 2)]]
+        assert qualifying and qualifying[0] < cap  # the rule has something to find before the cap
+        t = qualifying[0]
+        assert run.steps[r] == t and run.stalled[r] and not run.converged[r] and not run.diverged[r]
+        assert run.loss[r] == pytest.approx(losses[t], rel=1e-10)
+    model, _ = _mlp(jax.random.key(0))
+    stacked = jax.vmap(lambda k: _mlp(k)[1])(jax.random.split(jax.random.key(3), 4)[:2])
+    below = [0.15, 0.05]
+    plain = training.train(model.apply, stacked, x, y, lr=[0.3, 0.5], stop=training.StopRule(120, loss_below=below),
+                           runs=True)
+    ruled = training.train(model.apply, stacked, x, y, lr=[0.3, 0.5], runs=True,
+                           stop=training.StopRule(120, loss_below=below, stall_below=frac, stall_after=after))
+    assert plain.converged.all() and ruled.converged.all() and not ruled.stalled.any()
+    np.testing.assert_array_equal(plain.steps, ruled.steps)
+
+
 @pytest.mark.parametrize("group_size", [1, 3, 4])
 def test_vmapped_runs_equal_individual_runs(x64, group_size):
     model, _ = _mlp(jax.random.key(0))
@@ -316,6 +347,8 @@ def test_training_validates():
          "optimizer must be callable"),
         (lambda: training.StopRule(-1), ValueError, "max_steps must be an integer >= 0"),
         (lambda: training.StopRule(5, loss_below=[[1.0]]), ValueError, "loss_below must be a number"),
+        (lambda: training.StopRule(5, stall_below=1.0), ValueError, "stall_below must be a fraction"),
+        (lambda: training.StopRule(5, stall_below=0.01, stall_after=0), ValueError, "stall_after must be"),
         (lambda: training.train(model.apply, stacked, x, y, lr=0.1, runs=True,
                                 stop=training.StopRule(5, loss_below=[0.1, 0.2])), ValueError,
          "stop.loss_below must be a number or one per run"),

@@ -335,7 +335,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         lr = swish_step_sizes(kernels0, logits0, data.y, factor=settings.swish_lr_factor)
     lam = lambda_max(kernels0)
     if training == "cross_entropy":
-        apply_fn, loss, tol, unit = model.apply, "cross_entropy", loss_tol, 1.0
+        apply_fn, loss, unit = model.apply, "cross_entropy", 1.0
         track = {"linear": model.apply}
         if model.depth == 1:
             track["softmax"] = output_maps(model.widths[0])["softmax"].apply
@@ -343,7 +343,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         if model.depth != 1:
             raise ValueError("training='swish' is Figure 1's task: model must be the network of Eq. (43)")
         apply_fn, loss = output_maps(model.widths[0])["swish"].apply, "square"
-        tol, unit = loss_tol / 2.0, 2.0  # training.py's square loss is half of Eq. (47)
+        unit = 2.0  # training.py's square loss is half of Eq. (47)
         track = {"swish": apply_fn}
     if record_steps is None:
         record_steps = measurement_steps(max_steps, int(settings.per_decade))
@@ -351,10 +351,11 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
     result = train(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"], runs=True, loss=loss,
                    optimizer=local_curvature_step(model, data, training),
-                   stop=StopRule(max_steps, loss_below=tol), record_steps=record_steps,
+                   stop=stop_rule(settings, training), record_steps=record_steps,
                    track={name: kernel_change(fn) for name, fn in track.items()})
     steps_rec = result.record_steps
-    out = unpad({"params": result.params, "steps": result.steps, "final_loss": result.loss, "loss": result.losses,
+    out = unpad({"params": result.params, "steps": result.steps, "stalled": result.stalled,
+                 "final_loss": result.loss, "loss": result.losses,
                  "change": result.tracked, "final_change": result.final,
                  "sup_change": {name: result.sup(name) for name in track}}, runs)
     final_params = out.pop("params")
@@ -375,6 +376,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         "steps": steps.tolist(),
         "final_loss": final_loss.tolist(),
         "cap_hit": ((steps >= max_steps) & ~(final_loss < loss_tol)).tolist(),
+        "stalled": np.asarray(out["stalled"], bool).tolist(),
         "trapped": trapped_entries(final_logits, data.y).tolist(),
         "lowest_target_logit": final_logits.min(axis=(1, 2), where=np.asarray(data.y) == 1, initial=np.inf).tolist(),
         "record_steps": steps_rec.tolist(),
@@ -537,6 +539,21 @@ def _kernel_on(model: MLP, x: Array, params: PyTree) -> Array:
     return empirical_ntk(model.apply, params, x, flat=True)
 
 
+def stop_rule(settings: Mapping[str, Any], training: str) -> StopRule:
+    """The stopping rule of a run: the paper's loss < ``loss_tol`` (App. B), the step cap of
+    :func:`step_cap`, and for the swish task the stall rule of :class:`ntkbook.training.StopRule`: from
+    step ``check_steps`` on, a run whose loss fell by less than :data:`STALL_DECREASE` over the second half
+    of the run stops as *stalled* instead of running to the cap (the cross-entropy runs have no stall rule:
+    their curvature-following step keeps them converging geometrically)."""
+    max_steps = step_cap(settings, training)
+    tol = V.positive_float("loss_tol", settings.loss_tol)
+    if training == "cross_entropy":
+        return StopRule(max_steps, loss_below=tol)
+    # training.py's square loss is half of Eq. (47): the tolerance in its units is loss_tol / 2
+    return StopRule(max_steps, loss_below=tol / 2.0, stall_below=STALL_DECREASE,
+                    stall_after=V.positive_int("check_steps", settings.check_steps))
+
+
 def step_cap(settings: Mapping[str, Any], training: str) -> int:
     """The step cap of a task: ``max_steps``, or ``swish_max_steps`` for Figure 1's swish task.
 
@@ -695,6 +712,7 @@ def assemble_nonlinear_output(settings: Mapping[str, Any], pieces: list, results
     _warn_caps("nonlinear-output", caps, widths, settings.max_steps)
     return {"widths": widths, "delta_k": delta_k, "trajectory": trajectory, "steps": steps,
             "final_loss": final_loss, "swish_trapped": _per_width(pieces, results, widths, "swish", "trapped"),
+            "swish_stalled": _per_width(pieces, results, widths, "swish", "stalled"),
             "settings": {"learning_rates": lrs, "step_cap_hits": caps,
                          "step_size_rule": STEP_SIZE_RULE, "loss_units": LOSS_UNITS}}
 
@@ -833,24 +851,26 @@ def right_panel(pieces: Sequence[tuple[dict, dict]], width: int) -> dict[str, np
 
 
 STALL_DECREASE = 0.01
-"""A run that hits its step cap has *stalled* when its loss fell by less than this fraction over the
-second half of the run (a run still converging at the slowest rate seen, exp(−6·10⁻⁵ t), falls by a
-factor e⁻⁶ over the 10⁵ steps of the second half of a 2·10⁵-step cap)."""
+"""A run has *stalled* when its loss fell by less than this fraction over the second half of the run: a
+swish run stops so from step ``check_steps`` on (:func:`stop_rule`), and a run at its cap is classified so
+(:func:`run_outcome`).  A run still converging at the slowest rate seen, exp(−6·10⁻⁵ t), falls by the
+factor e^{−3·10⁻⁵ t} over the second half, more than 1 % from t ≈ 340 on: the rule cannot stop it after
+``check_steps`` (≥ 2000) steps."""
 
 
 def run_outcome(steps: int, cap_hit: bool, trapped: int, record_steps: Sequence[int],
-                loss_curve: Sequence[float]) -> tuple[str, float]:
-    """How a run ended: ``"rule met"`` (loss below the tolerance), or at the cap ``"trapped"`` (a target
-    entry below the swish minimum, :func:`trapped_entries`), ``"stalled"`` (loss down by less than
-    :data:`STALL_DECREASE` over the second half of the run) or ``"cap"`` (still descending: the cap
-    was too small).  Returns ``(outcome, decrease)`` with decrease = 1 − L(t_end)/L(t_half), t_half the
-    last recorded step ≤ t_end/2."""
+                loss_curve: Sequence[float], stalled: bool = False) -> tuple[str, float]:
+    """How a run ended: ``"rule met"`` (loss below the tolerance), or — stopped by the stall rule
+    (``stalled``) or at the cap — ``"trapped"`` (a target entry below the swish minimum,
+    :func:`trapped_entries`), ``"stalled"`` (loss down by less than :data:`STALL_DECREASE` over the second
+    half of the run) or ``"cap"`` (still descending: the cap was too small).  Returns ``(outcome,
+    decrease)`` with decrease = 1 − L(t_end)/L(t_half), t_half the last recorded step ≤ t_end/2."""
     rec = np.asarray(record_steps)
     curve = np.asarray(loss_curve, np.float64)
     half = curve[rec <= steps // 2][-1]
     end = curve[rec <= steps][-1]
     decrease = float(1.0 - end / half)
-    if not cap_hit:
+    if not (cap_hit or stalled):
         return "rule met", decrease
     if trapped > 0:
         return "trapped", decrease
@@ -873,13 +893,15 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
             name = task[p["training"]] if fig == "Figure 1" else "cross-entropy (Eq. 49)"
             for i, seed in enumerate(p["seeds"]):
                 trapped = int(r["trapped"][i]) if p.get("training") == "swish" else 0
+                stalled = bool(r.get("stalled", [False] * len(p["seeds"]))[i])
                 outcome, decrease = run_outcome(int(r["steps"][i]), bool(r["cap_hit"][i]), trapped,
-                                                r["record_steps"], r["loss_curve"][i])
+                                                r["record_steps"], r["loss_curve"][i], stalled)
                 taken = np.asarray(r["loss_curve"][i], np.float64)[np.asarray(r["record_steps"]) <= r["steps"][i]]
                 rows.append({"figure": fig, "task": name, "size": size, "seed": int(seed),
                              "steps": int(r["steps"][i]), "initial loss": float(r["loss_curve"][i][0]),
                              "final loss": float(r["final_loss"][i]), "cap hit": bool(r["cap_hit"][i]),
-                             "outcome": outcome, "decrease, 2nd half": decrease if r["cap_hit"][i] else np.nan,
+                             "outcome": outcome,
+                             "decrease, 2nd half": decrease if (r["cap_hit"][i] or stalled) else np.nan,
                              "loss falls": bool(np.all(np.diff(taken) <= 0)),
                              "piece seconds": float(r.get("_seconds", np.nan))})
     return pd.DataFrame(rows)

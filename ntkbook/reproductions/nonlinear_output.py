@@ -10,8 +10,10 @@ JSON keys (besides the runner's): ``widths``; ``delta_k``, ``steps``, ``final_lo
 {"linear", "softmax", "swish"}: [[per-run values] per width]; ``trajectory`` — {"width", "epochs"
 ({kind: steps}), "linear", "softmax", "swish"} with ΔK(t) as [[per-run values] per epoch]; ``swish_trapped`` —
 [[per-run values] per width], the target entries of a swish run below the swish minimum at its stop (a run that
-cannot meet the stopping rule); the step sizes of every run (at w₀ for the swish runs, whose step follows the
-measured curvature) are in ``settings.learning_rates`` ({"cross_entropy", "swish"}: [[per run] per width]).
+cannot meet the stopping rule); ``swish_stalled`` — [[per-run flags] per width], the swish runs stopped by the
+stall rule (:func:`~ntkbook.experiments.linearity_experiments.stop_rule`); the step sizes of every run (at w₀
+for the swish runs, whose step follows the measured curvature) are in ``settings.learning_rates``
+({"cross_entropy", "swish"}: [[per run] per width]).
 """
 
 from __future__ import annotations
