@@ -308,7 +308,7 @@ def _fake_result(seeds, kinds, steps=(0, 1, 2, 4)):
     base = 10.0 * seeds[0]
     return {"seeds": seeds, "lr": [0.1 + s for s in seeds], "delta_k": {k: [base + s for s in seeds] for k in kinds},
             "steps": [4 for _ in seeds], "final_loss": [0.5 for _ in seeds], "cap_hit": [True for _ in seeds],
-            "trapped": [s % 2 for s in seeds],
+            "trapped": [s % 2 for s in seeds], "stalled": [s == 2 for s in seeds],
             "record_steps": list(steps), "curves": {k: [[s] * len(steps) for s in seeds] for k in kinds}}
 
 
@@ -325,6 +325,7 @@ def test_assemble_nonlinear_output_layout():
     assert body["delta_k"]["swish"] == [[0.0, 1.0, 22.0], [0.0, 1.0, 22.0]]
     assert body["steps"]["softmax"] == [[4, 4, 4], [4, 4, 4]]
     assert body["swish_trapped"] == [[0, 1, 0], [0, 1, 0]]
+    assert body["swish_stalled"] == [[False, False, True], [False, False, True]]
     assert body["trajectory"]["width"] == 20 and body["trajectory"]["epochs"]["linear"] == [0, 1, 2, 4]
     assert body["trajectory"]["linear"] == [[0, 1, 2]] * 4
     assert body["settings"]["learning_rates"]["cross_entropy"][0] == pytest.approx([0.1, 1.1, 2.1])
@@ -407,7 +408,8 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
     assert COMMON_KEYS <= set(first)
     assert first["settings"]["max_steps"] == settings.max_steps and "learning_rates" in first["settings"]
     if name == "nonlinear-output":
-        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss", "swish_trapped"} <= set(first)
+        assert COMMON_KEYS | {"widths", "delta_k", "trajectory", "steps", "final_loss", "swish_trapped",
+                                 "swish_stalled"} <= set(first)
         assert first["widths"] == list(settings.widths)
         for field in ("delta_k", "steps", "final_loss"):
             assert set(first[field]) == {"linear", "softmax", "swish"}
@@ -473,6 +475,9 @@ def test_run_outcome_and_trapped_entries():
     assert le.run_outcome(100, True, 0, rec, [9, 5, 3, 2, 1.0, 0.5])[0] == "cap"
     assert le.run_outcome(100, True, 3, rec, [9, 5, 3, 2, 1.0, 0.995])[0] == "trapped"
     assert le.run_outcome(4, False, 0, rec, [9, 5, 3, 2e-5, 2e-5, 2e-5]) == ("rule met", pytest.approx(1 - 2e-5 / 3))
+    # stopped by the stall rule before the cap: classified by the same two tests
+    assert le.run_outcome(50, False, 0, rec, [9, 5, 3, 2, 1.995, 0.0], True) == ("stalled", pytest.approx(0.0025))
+    assert le.run_outcome(50, False, 2, rec, [9, 5, 3, 2, 1.995, 0.0], True)[0] == "trapped"
     # z* is where the paper's swish turns: φ' < 0 below, > 0 above, φ(z*) = z* + 10
     z = le.SWISH_MINIMUM
     assert z == pytest.approx(-12.7846, abs=1e-3)

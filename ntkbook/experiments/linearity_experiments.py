@@ -1280,6 +1280,7 @@ __all__ = [
     "step_cap",
     "step_size_check",
     "step_sizes",
+    "stop_rule",
     "swish_loss_hessian",
     "swish_step_sizes",
     "train_runs",
