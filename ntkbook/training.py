@@ -143,7 +143,7 @@ class StopRule:
       L(w_t) > (1 − ``stall_below``)·L(w_h) with h the last recorded step ≤ t/2 — a run on a plateau
       that gradient descent leaves, if at all, only after far more steps than it has taken.  A run
       converging at rate ρ falls by a factor e^{−ρt/2} over that half, so the rule never stops one with
-      ρt/2 > −log(1 − ``stall_below``) (t ≥ 2·10³ for ρ = 10⁻⁵ and 1 %).
+      ρt/2 > −log(1 − ``stall_below``) (t > 2.01·10³ for ρ = 10⁻⁵ and 1 %).
 
     ``loss_below`` and ``diverge_above`` are numbers or one value per run; ``None`` disables them.
     Without any of them, every run takes exactly ``max_steps`` steps (compiled as a ``lax.scan``).

@@ -467,6 +467,12 @@ def test_right_panel_and_runs_table_from_fake_pieces():
     assert ended["swish"]["trapped"] == 1 and ended["swish"]["steps_to_rule_max"] is None
     assert ended["swish"]["stuck_runs"] == "m = 7, seed 0: trapped, loss 2"
     assert le.stopping_summary(table, 5.5e-5)["cross_entropy"]["all_met"] is False  # one run at 6e-5
+    # the margin to the stall rule, swish runs only: 1 − L(9)/L(0) (h = 0, the last recorded step ≤ 4)
+    judged = le.runs_table(pieces, judged_from=1)
+    swish_rows = judged["task"] == "swish (Eq. 47)"
+    np.testing.assert_allclose(judged.loc[swish_rows, "least decrease"], [1 - 1 / 3, 1 - 2 / 3])
+    assert judged.loc[~swish_rows, "least decrease"].isna().all()
+    assert le.stopping_summary(judged, 1e-4)["swish"]["least_decrease_met"] is None  # no swish run met the rule
 
 
 def test_run_outcome_and_trapped_entries():
@@ -475,6 +481,15 @@ def test_run_outcome_and_trapped_entries():
     assert le.run_outcome(100, True, 0, rec, [9, 5, 3, 2, 1.0, 0.5])[0] == "cap"
     assert le.run_outcome(100, True, 3, rec, [9, 5, 3, 2, 1.0, 0.995])[0] == "trapped"
     assert le.run_outcome(4, False, 0, rec, [9, 5, 3, 2e-5, 2e-5, 2e-5]) == ("rule met", pytest.approx(1 - 2e-5 / 3))
+    # how close a run came to the stall rule: 1 − L(t)/L(h), h the last recorded step ≤ t/2, from `start` on
+    curve = [9, 5, 3, 2, 1.0, 0.995]  # decreases at t = 1, 2, 4, 50, 100: 1 − 5/9, 1 − 3/5, 1 − 2/3, 1 − 1/2, 0.005
+    assert le.least_decrease(rec, curve, 2, 100) == pytest.approx(0.005)
+    assert le.least_decrease(rec, curve, 2, 50) == pytest.approx(1 / 3)
+    assert le.least_decrease(rec, curve, 1, 2) == pytest.approx(0.4)
+    assert le.least_decrease(rec, curve, 50, 50) == pytest.approx(0.5)
+    assert np.isnan(le.least_decrease(rec, curve, 101, 200))
+    with pytest.raises(ValueError, match="matching"):
+        le.least_decrease(rec, curve[:-1], 2, 100)
     # stopped by the stall rule before the cap: classified by the same two tests
     assert le.run_outcome(50, False, 0, rec, [9, 5, 3, 2, 1.995, 0.0], True) == ("stalled", pytest.approx(0.0025))
     assert le.run_outcome(50, False, 2, rec, [9, 5, 3, 2, 1.995, 0.0], True)[0] == "trapped"

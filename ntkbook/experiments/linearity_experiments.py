@@ -299,7 +299,7 @@ def logit_kernels(model: MLP, params: PyTree, x: Array) -> np.ndarray:
 
 
 def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str, settings: Mapping[str, Any],
-               record_steps: Any = None, devices: Sequence[Any] | None = None) -> dict[str, Any]:
+               record_steps: Any = None, devices: Sequence[Any] | None = None, stall: bool = True) -> dict[str, Any]:
     """Gradient descent for the runs stacked in ``params``, with the step-size rule, ΔK tracked.
 
     Args:
@@ -315,6 +315,8 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         record_steps: override the log-spaced measurement steps (e.g. every step).
         devices: the devices the runs are spread over (default: all visible ones, see
             :mod:`ntkbook.parallel`).
+        stall: whether the swish runs stop by the stall rule (:func:`stop_rule`); off for the checks
+            that train for a fixed number of steps or record every step.
 
     Returns a dict of per-run lists: ``lr`` (for the paper's loss), ``lambda_max`` (of K_f(w₀)),
     ``delta_k`` {kernel: sup over the recorded steps}, ``final_change`` {kernel: at the stop},
@@ -351,7 +353,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
     result = train(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"], runs=True, loss=loss,
                    optimizer=local_curvature_step(model, data, training),
-                   stop=stop_rule(settings, training), record_steps=record_steps,
+                   stop=stop_rule(settings, training, stall=stall), record_steps=record_steps,
                    track={name: kernel_change(fn) for name, fn in track.items()})
     steps_rec = result.record_steps
     out = unpad({"params": result.params, "steps": result.steps, "stalled": result.stalled,
@@ -539,16 +541,22 @@ def _kernel_on(model: MLP, x: Array, params: PyTree) -> Array:
     return empirical_ntk(model.apply, params, x, flat=True)
 
 
-def stop_rule(settings: Mapping[str, Any], training: str) -> StopRule:
+def stop_rule(settings: Mapping[str, Any], training: str, *, stall: bool = True) -> StopRule:
     """The stopping rule of a run: the paper's loss < ``loss_tol`` (App. B), the step cap of
     :func:`step_cap`, and for the swish task the stall rule of :class:`ntkbook.training.StopRule`: from
     step ``check_steps`` on, a run whose loss fell by less than :data:`STALL_DECREASE` over the second half
     of the run stops as *stalled* instead of running to the cap (the cross-entropy runs have no stall rule:
-    their curvature-following step keeps them converging geometrically)."""
+    their curvature-following step keeps them converging geometrically; ``stall=False`` leaves it out).
+
+    The rule assumes that a run whose loss stops falling sits on a plateau it would leave, if at all,
+    only after far more steps; it cannot show that.  What is measured instead is the margin of the
+    runs that do converge (:func:`least_decrease`, asserted in chapter 6)."""
     max_steps = step_cap(settings, training)
     tol = V.positive_float("loss_tol", settings.loss_tol)
     if training == "cross_entropy":
         return StopRule(max_steps, loss_below=tol)
+    if not stall:
+        return StopRule(max_steps, loss_below=tol / 2.0)
     # training.py's square loss is half of Eq. (47): the tolerance in its units is loss_tol / 2
     return StopRule(max_steps, loss_below=tol / 2.0, stall_below=STALL_DECREASE,
                     stall_after=V.positive_int("check_steps", settings.check_steps))
@@ -661,13 +669,13 @@ def nonlinear_output_pieces(settings: Mapping[str, Any]) -> list[dict[str, Any]]
 
 
 def nonlinear_output_piece(piece: Mapping[str, Any], settings: Mapping[str, Any], *,
-                           record_steps: Any = None) -> dict[str, Any]:
-    """Train the runs of one piece of Figure 1 (see :func:`train_runs`)."""
+                           record_steps: Any = None, stall: bool = True) -> dict[str, Any]:
+    """Train the runs of one piece of Figure 1 (see :func:`train_runs`; ``stall``: the swish runs' stall rule)."""
     width = V.positive_int("width", piece["width"])
     model = one_hidden_layer(width)
     params = init_params(model, piece["seeds"], salt=width)
     result = train_runs(model, params, paper_data(settings), training=piece["training"], settings=settings,
-                        record_steps=record_steps)
+                        record_steps=record_steps, stall=stall)
     result["seeds"] = list(piece["seeds"])
     return result
 
@@ -853,9 +861,9 @@ def right_panel(pieces: Sequence[tuple[dict, dict]], width: int) -> dict[str, np
 STALL_DECREASE = 0.01
 """A run has *stalled* when its loss fell by less than this fraction over the second half of the run: a
 swish run stops so from step ``check_steps`` on (:func:`stop_rule`), and a run at its cap is classified so
-(:func:`run_outcome`).  A run still converging at the slowest rate seen, exp(−6·10⁻⁵ t), falls by the
-factor e^{−3·10⁻⁵ t} over the second half, more than 1 % from t ≈ 340 on: the rule cannot stop it after
-``check_steps`` (≥ 2000) steps."""
+(:func:`run_outcome`).  A run converging at the rate ρ falls by at least the factor e^{−ρt/2} over the
+second half, more than 1 % once ρt > 0.0201; the converging runs' own margin is measured
+(:func:`least_decrease`)."""
 
 
 def run_outcome(steps: int, cap_hit: bool, trapped: int, record_steps: Sequence[int],
@@ -877,12 +885,33 @@ def run_outcome(steps: int, cap_hit: bool, trapped: int, record_steps: Sequence[
     return ("stalled" if decrease < STALL_DECREASE else "cap"), decrease
 
 
-def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dict, dict]] = ()) -> Any:
+def least_decrease(record_steps: Sequence[int], loss_curve: Sequence[float], start: int, stop: int) -> float:
+    """min over the recorded steps t with ``start`` ≤ t ≤ ``stop`` of 1 − L(t)/L(h), h the last recorded step
+    ≤ t/2: how close a run came to the stall rule (:func:`stop_rule`) from ``start`` on (NaN if no step).
+
+    Args:
+        record_steps: (S,) recorded steps; loss_curve: (S,) losses there.
+        start, stop: the first step the rule judges (``check_steps``) and the run's stopping step."""
+    rec = np.asarray(record_steps, np.int64)
+    curve = np.asarray(loss_curve, np.float64)
+    if rec.shape != curve.shape or rec.ndim != 1:
+        raise ValueError(f"record_steps and loss_curve must be matching (S,) arrays, got {rec.shape}, {curve.shape}")
+    half = np.searchsorted(rec, rec // 2, side="right") - 1
+    judged = (rec >= max(int(start), 1)) & (rec <= int(stop)) & (half >= 0)
+    if not judged.any():
+        return float("nan")
+    return float(np.min(1.0 - curve[judged] / curve[half[judged]]))
+
+
+def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dict, dict]] = (), *,
+               judged_from: int | None = None) -> Any:
     """One row per run of Figures 1 and 2: figure, task, size, seed, steps, initial and final loss
     (paper units), whether the step cap stopped it, how it ended (:func:`run_outcome`, with the
     relative decrease of the loss over the second half of the run), and whether the loss fell from
     each measured step to the next up to the stop (``"loss falls"``), and the wall time of the piece
-    the run belongs to (``"piece seconds"``, where :func:`run_figure` recorded it) — a pandas DataFrame."""
+    the run belongs to (``"piece seconds"``, where :func:`run_figure` recorded it) — a pandas DataFrame.
+    With ``judged_from`` (the first step of the stall rule, ``check_steps``), a swish run also gets
+    ``"least decrease"`` (:func:`least_decrease` from that step to its stop)."""
     import pandas as pd
 
     task = {"cross_entropy": "cross-entropy (Eq. 46)", "swish": "swish (Eq. 47)"}
@@ -903,6 +932,10 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
                              "outcome": outcome,
                              "decrease, 2nd half": decrease if (r["cap_hit"][i] or stalled) else np.nan,
                              "loss falls": bool(np.all(np.diff(taken) <= 0)),
+                             "least decrease": (least_decrease(r["record_steps"], r["loss_curve"][i], judged_from,
+                                                               int(r["steps"][i]))
+                                                if judged_from is not None and p.get("training") == "swish"
+                                                else np.nan),
                              "piece seconds": float(r.get("_seconds", np.nan))})
     return pd.DataFrame(rows)
 
@@ -936,6 +969,8 @@ def stopping_summary(runs: Any, loss_tol: float) -> dict[str, dict[str, Any]]:
         "steps_to_rule_min": None if met.empty else int(met["steps"].min()),
         "steps_to_rule_max": _largest(met["steps"]),
         "largest_final_loss_met": None if met.empty else float(met["final loss"].max()),
+        "least_decrease_met": (None if met.empty or "least decrease" not in met
+                               or met["least decrease"].isna().all() else float(met["least decrease"].min())),
         "stuck_runs": "; ".join(f"{r['size']}, seed {r['seed']}: {r['outcome']}, loss {r['final loss']:.3g}"
                                 for r in stuck.to_dict("records")) or "none",
     }
@@ -1086,8 +1121,9 @@ def trap_check(settings: Mapping[str, Any], *, width: int, steps: int, search: i
     """Train the first trapped initialization of Figure 1's swish task at ``width`` for ``steps`` steps.
 
     The seed is the smallest in ``range(search)`` with a target entry below :data:`SWISH_MINIMUM` at
-    w₀ (:func:`trapped_at_init`); it is trained with the swish task's rule (:func:`train_runs`, cap
-    ``steps``).  Returns ``{"seed", "trapped_start", "trapped_end", "lowest_start", "lowest_end" (the
+    w₀ (:func:`trapped_at_init`); it is trained with the swish task's step rule (:func:`train_runs`, cap
+    ``steps``, no stall rule: it takes all ``steps`` steps unless it meets the tolerance).  Returns ``{"seed",
+    "trapped_start", "trapped_end", "lowest_start", "lowest_end" (the
     lowest target logit), "steps", "final_loss" (paper units), "floor"}`` with floor = trapped_end/N, the loss
     of the trapped entries alone once φ(f) → 0⁻ (each contributes (φ(f) − 1)² ≥ 1)."""
     width = V.positive_int("width", width)
@@ -1099,7 +1135,7 @@ def trap_check(settings: Mapping[str, Any], *, width: int, steps: int, search: i
     data = paper_data(settings)
     params = init_params(model, [seed], salt=width)
     s = settings.replace(swish_max_steps=V.positive_int("steps", steps))
-    result = train_runs(model, params, data, training="swish", settings=s)
+    result = train_runs(model, params, data, training="swish", settings=s, stall=False)
     y = np.asarray(data.y)
     f0 = np.asarray(jax.vmap(model.apply, in_axes=(0, None))(params, data.x))[0]
     return {"seed": seed, "trapped_start": int(counts[seed]), "trapped_end": int(result["trapped"][0]),
@@ -1136,7 +1172,8 @@ def sampling_check(settings: Mapping[str, Any], *, width: int, runs: int = 1,
     for training in TRAININGS:
         piece = {"training": training, "width": width, "seeds": seeds}
         cap = step_cap(settings, training)
-        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(cap + 1))
+        # no stall rule: it would judge every step, the schedule's run only its recorded steps
+        dense = nonlinear_output_piece(piece, settings, record_steps=np.arange(cap + 1), stall=False)
         rec = np.asarray(dense["record_steps"])
         scheduled = np.isin(rec, measurement_steps(cap, int(settings.per_decade)))
         for kind in KERNELS[training]:
@@ -1257,6 +1294,7 @@ __all__ = [
     "figure2_table",
     "fit_mean",
     "init_params",
+    "least_decrease",
     "local_curvature_step",
     "logit_kernels",
     "loss_curvature",
