@@ -20,7 +20,7 @@ inputs, so gradient descent is stable iff η < 2n/λ_max(K).
 **The loop** (:func:`train`; :func:`train_traced` is the same loop as a pure function for use inside
 ``jit``/``vmap``): full-batch gradient descent, or SGD with given index sequences, compiled end to
 end — ``lax.scan`` for a fixed number of steps, ``lax.while_loop`` when the :class:`StopRule` can
-stop a run early (loss below a tolerance, divergence).  The update rule is an optax
+stop a run early (loss below a tolerance, divergence, a stalled loss).  The update rule is an optax
 ``GradientTransformation`` (plain gradient descent: ``optax.sgd(η)``), built per run from its step size.
 Runs (seeds) are stacked on a leading axis with per-run step sizes (and optionally per-run data);
 :class:`Tracker` quantities — the tangent-kernel change (:func:`kernel_change`), a Hessian norm
