@@ -312,12 +312,18 @@ class _Spec(NamedTuple):
     stall_after: int = 1
 
 
+def stall_reference(record_steps: Sequence[int]) -> np.ndarray:
+    """The reference of the stall rule (:class:`StopRule`): for each recorded step t, the position in
+    ``record_steps`` (sorted, (S,)) of the last recorded step ≤ t // 2, or −1 if there is none; (S,) int32."""
+    rec = np.asarray(record_steps, np.int64)
+    if rec.ndim != 1 or np.any(np.diff(rec) <= 0):
+        raise ValueError(f"record_steps must be increasing (S,) steps, got shape {rec.shape}")
+    return np.searchsorted(rec, rec // 2, side="right").astype(np.int32) - 1
+
+
 def _half_slots(steps: Sequence[int]) -> np.ndarray:
-    """half[j] = position in ``steps`` of the last recorded step ≤ steps[j] // 2 (−1 if none, and for
-    the spare slot at the end, which unrecorded steps index): the reference of the stall rule."""
-    rec = np.asarray(steps, np.int64)
-    half = np.searchsorted(rec, rec // 2, side="right").astype(np.int32) - 1
-    return np.concatenate([half, np.asarray([-1], np.int32)])
+    """:func:`stall_reference` with −1 appended for the spare slot, which unrecorded steps index."""
+    return np.concatenate([stall_reference(steps), np.asarray([-1], np.int32)])
 
 
 def _slots(steps: Sequence[int], max_steps: int) -> np.ndarray:
@@ -928,6 +934,7 @@ __all__ = [
     "loss_of_outputs",
     "loss_value",
     "record_schedule",
+    "stall_reference",
     "step_size_from_kernel",
     "train",
     "train_traced",

@@ -162,6 +162,10 @@ def test_stall_rule_stops_a_plateau_at_the_first_qualifying_recorded_step(x64):
     stop = training.StopRule(cap, stall_below=frac, stall_after=after)
     run = training.train(linear, p0, x, y, lr=lrs, stop=stop, runs=True)
     rec = [int(s) for s in run.record_steps]
+    reference = [max((j for j, s in enumerate(rec) if s <= t // 2), default=-1) for t in rec]
+    np.testing.assert_array_equal(training.stall_reference(rec), reference)
+    with pytest.raises(ValueError, match="increasing"):
+        training.stall_reference([0, 4, 2])
     for r in range(2):
         _, losses = _plain_gd(linear, p0[r], x, y, lrs[r], cap)
         qualifying = [t for t in rec if t >= after and t >= 2

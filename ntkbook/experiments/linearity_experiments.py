@@ -82,7 +82,7 @@ from ..fitting import PowerLawFit, power_law_fit
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, nonlinear_output
 from ..parallel import shard_runs, unpad
-from ..training import StopRule, kernel_change, record_schedule, train
+from ..training import StopRule, kernel_change, record_schedule, stall_reference, train
 
 Array = jax.Array
 PyTree = Any
@@ -337,7 +337,7 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         lr = swish_step_sizes(kernels0, logits0, data.y, factor=settings.swish_lr_factor)
     lam = lambda_max(kernels0)
     if training == "cross_entropy":
-        apply_fn, loss, unit = model.apply, "cross_entropy", 1.0
+        apply_fn, loss = model.apply, "cross_entropy"
         track = {"linear": model.apply}
         if model.depth == 1:
             track["softmax"] = output_maps(model.widths[0])["softmax"].apply
@@ -345,11 +345,11 @@ def train_runs(model: MLP, params: PyTree, data: LabelledData, *, training: str,
         if model.depth != 1:
             raise ValueError("training='swish' is Figure 1's task: model must be the network of Eq. (43)")
         apply_fn, loss = output_maps(model.widths[0])["swish"].apply, "square"
-        unit = 2.0  # training.py's square loss is half of Eq. (47)
         track = {"swish": apply_fn}
     if record_steps is None:
         record_steps = measurement_steps(max_steps, int(settings.per_decade))
     dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    unit = PAPER_LOSS_SCALE[training]
     sharded, runs = shard_runs({"params": params, "lr": jnp.asarray(lr, dtype)}, devices)
     result = train(apply_fn, sharded["params"], data.x, data.y, lr=sharded["lr"], runs=True, loss=loss,
                    optimizer=local_curvature_step(model, data, training),
@@ -551,15 +551,18 @@ def stop_rule(settings: Mapping[str, Any], training: str, *, stall: bool = True)
     The rule assumes that a run whose loss stops falling sits on a plateau it would leave, if at all,
     only after far more steps; it cannot show that.  What is measured instead is the margin of the
     runs that do converge (:func:`least_decrease`, asserted in chapter 6)."""
+    V.choice("training", training, TRAININGS)
     max_steps = step_cap(settings, training)
-    tol = V.positive_float("loss_tol", settings.loss_tol)
-    if training == "cross_entropy":
+    tol = V.positive_float("loss_tol", settings.loss_tol) / PAPER_LOSS_SCALE[training]  # in training.py's units
+    if training == "cross_entropy" or not stall:
         return StopRule(max_steps, loss_below=tol)
-    if not stall:
-        return StopRule(max_steps, loss_below=tol / 2.0)
-    # training.py's square loss is half of Eq. (47): the tolerance in its units is loss_tol / 2
-    return StopRule(max_steps, loss_below=tol / 2.0, stall_below=STALL_DECREASE,
+    return StopRule(max_steps, loss_below=tol, stall_below=STALL_DECREASE,
                     stall_after=V.positive_int("check_steps", settings.check_steps))
+
+
+PAPER_LOSS_SCALE = {"cross_entropy": 1.0, "swish": 2.0}
+"""The paper's loss over :mod:`ntkbook.training`'s, per task: Eq. (46)/(49) is training.py's cross-entropy;
+Eq. (47), (1/N)Σ‖φ(f) − y‖², is twice training.py's square loss (1/2N)Σ‖·‖²."""
 
 
 def step_cap(settings: Mapping[str, Any], training: str) -> int:
@@ -896,7 +899,7 @@ def least_decrease(record_steps: Sequence[int], loss_curve: Sequence[float], sta
     curve = np.asarray(loss_curve, np.float64)
     if rec.shape != curve.shape or rec.ndim != 1:
         raise ValueError(f"record_steps and loss_curve must be matching (S,) arrays, got {rec.shape}, {curve.shape}")
-    half = np.searchsorted(rec, rec // 2, side="right") - 1
+    half = stall_reference(rec)
     judged = (rec >= max(int(start), 1)) & (rec <= int(stop)) & (half >= 0)
     if not judged.any():
         return float("nan")
@@ -922,6 +925,7 @@ def runs_table(figure1: Sequence[tuple[dict, dict]], figure2: Sequence[tuple[dic
             name = task[p["training"]] if fig == "Figure 1" else "cross-entropy (Eq. 49)"
             for i, seed in enumerate(p["seeds"]):
                 trapped = int(r["trapped"][i]) if p.get("training") == "swish" else 0
+                # pieces computed before the stall rule (the paper-scale cross-entropy ones) have no "stalled"
                 stalled = bool(r.get("stalled", [False] * len(p["seeds"]))[i])
                 outcome, decrease = run_outcome(int(r["steps"][i]), bool(r["cap_hit"][i]), trapped,
                                                 r["record_steps"], r["loss_curve"][i], stalled)
@@ -1279,6 +1283,7 @@ def plot_figure2(result: Mapping[str, Any], ax: Any = None):
 __all__ = [
     "FIGURE1_KINDS",
     "KERNELS",
+    "PAPER_LOSS_SCALE",
     "PAPER_SWISH",
     "STALL_DECREASE",
     "SWISH_MINIMUM",
