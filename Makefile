@@ -86,7 +86,7 @@ book-student: $(STAMP)
 ## make test: lint (ruff: package, tests, benchmarks, book/_ext, notebooks at 80 columns); every chapter
 ## executed once at ci scale by papermill (tests/execute_chapters.py, TEST_JOBS at a time); then one pytest
 ## run on TEST_JOBS workers: unit tests, each chapter's claims ledger, the book rendered from the executed chapters and read page by
-## page in headless Chromium (screenshots in _build/test-artifacts/: whole page at 390 px, first screen at 1280 px), and nbval re-executing the chapters
+## page in headless Chromium (screenshots in _build/test-artifacts/: first screen at 390 and 1280 px), and nbval re-executing the chapters
 ## named in RERUN (one by default) and comparing the outputs of their check cells (tag nbval-check-output)
 ## and their claims ledger, byte for byte, with papermill's execution.
 ## make test-determinism: the same with every chapter re-executed (twice the chapters' time; see README).
@@ -139,7 +139,7 @@ test-determinism:
 	$(MAKE) test RERUN=all
 
 ## make read-book: the page reader of make test (headless Chromium, both widths, screenshots in
-## _build/test-artifacts/) on the book that the last `make book` built, at the scale it was built
+## _build/test-artifacts/, the whole page at 390 px) on the book that the last `make book` built, at the scale it was built
 read-book: $(STAMP) browser
 	NTKBOOK_BUILT_BOOK=$(CURDIR) $(BIN)/python -m pytest tests/test_book.py -k page_in_a_real_browser -p no:xdist $(PYTEST_ARGS)
 

@@ -15,7 +15,8 @@ no raw dict or repr printed as an output; every image in a captioned figure; all
 MathJax copy shipped with the book; every internal link and anchor resolves; no uncaught JavaScript
 error; chapters show a verdict line for every claim they recorded and number their theorem-like blocks
 and exercises; the Claims ledger lists every claim of this build and the Index of results links every
-chapter with claims.  Full-page screenshots at both widths are kept under
+chapter with claims.  Screenshots (first screen at both widths; the whole page at phone width
+under ``make read-book``) are kept under
 ``_build/test-artifacts/screenshots/``.  ``tests/test_book_reader.py`` builds a tiny book with
 one defect planted per page and shows that each is caught (and the clean page passes).  The student
 edition (``hide_solutions``) is checked to contain no solution.
@@ -185,7 +186,7 @@ def browser():
 
 
 def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Path | None = None,
-              claims: dict[str, list[str]] | None = None):
+              full_page: bool = False, claims: dict[str, list[str]] | None = None):
     """Open ``page_name``, read it at each width of :data:`reader.WIDTHS` and return ``(problems, page)``
     (the page left open at the first width for page-specific checks by the caller, who closes it).
 
@@ -222,12 +223,13 @@ def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Pa
         if screenshots is not None:
             screenshots.mkdir(parents=True, exist_ok=True)
             # JPEG: full-page PNGs of the long pages took 2–6 s each to encode, JPEG about half of that.
-            # The whole page at phone width (every figure and table in reading order) and the first screen
-            # at laptop width: full-page captures of all pages took 48 s at 1280 px against 20 s at 390 px
-            # and 1.4 s for first screens (quiet 2-core machine, 21 pages); overflow at 1280 px is found by
-            # reader.overflow above, not by looking at the pictures.
+            # The first screen at each width; with ``full_page`` (make read-book) the whole page at phone
+            # width (every figure and table in reading order).  Full-page captures of all 21 pages took
+            # 48 s at 1280 px and 20–38 s at 390 px against 1.4 s for first screens (quiet 2-core
+            # machine), so make test takes first screens only: what the reader checks (overflow, maths,
+            # captions, verdicts) is found in the page itself above, not by looking at the pictures.
             page.screenshot(path=str(screenshots / f"{page_name.replace('/', '_')}-{width}.jpg"),
-                            full_page=width < 800, type="jpeg", quality=70)
+                            full_page=full_page and width < 800, type="jpeg", quality=70)
     page.set_viewport_size({"width": reader.WIDTHS[0], "height": 900})
     problems += reader.js_errors(errors)
     return problems, page
@@ -252,7 +254,7 @@ def test_page_in_a_real_browser(site, browser, claims, page_name):
     html, base, _ = site
     by_chapter, verdicts_printed = claims
     problems, page = read_page(browser, base, html, page_name, screenshots=ARTIFACTS,
-                               claims=by_chapter)
+                               full_page=bool(os.environ.get("NTKBOOK_BUILT_BOOK")), claims=by_chapter)
     try:
         # numbered theorem-like blocks and exercises (chapters)
         titles = page.eval_on_selector_all(

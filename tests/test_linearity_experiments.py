@@ -440,6 +440,17 @@ def test_reproduction_at_ci_scale_and_resume(name, tmp_path, monkeypatch):
         assert second[key] == first[key], key
 
 
+def test_held_out_linear_envelope_uses_only_the_other_widths():
+    """Ĉ = max √m'·ΔK over the runs at the other widths, computed by hand."""
+    result = {"widths": [4, 9, 25], "delta_k": {"linear": [[0.5, 1.5], [1.0, 0.2], [100.0, 0.1]]}}
+    assert le.held_out_linear_envelope(result, 25) == pytest.approx(max(2 * 1.5, 3 * 1.0))
+    assert le.held_out_linear_envelope(result, 4) == pytest.approx(5 * 100.0)
+    with pytest.raises(ValueError, match="width 16"):
+        le.held_out_linear_envelope(result, 16)
+    with pytest.raises(ValueError, match="only width"):
+        le.held_out_linear_envelope({"widths": [4], "delta_k": {"linear": [[1.0]]}}, 4)
+
+
 def test_right_panel_and_runs_table_from_fake_pieces():
     """The right-panel ratio min(softmax, swish)/linear per seed, and one table row per run."""
     ce = {"delta_k": {"linear": [0.1, 0.2]}, "final_change": {"softmax": [1.0, 0.9]}, "steps": [5, 6],

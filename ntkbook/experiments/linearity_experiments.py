@@ -861,6 +861,25 @@ def right_panel(pieces: Sequence[tuple[dict, dict]], width: int) -> dict[str, np
     return out
 
 
+def held_out_linear_envelope(result: Mapping[str, Any], width: int) -> float:
+    """The constant Ĉ of ΔK_f ≤ Ĉ/√m, calibrated on the widths other than ``width``.
+
+    Ĉ = max √m'·ΔK_f(run) over every run at every width m' ≠ ``width`` of ``result`` (the Figure 1 result:
+    ``result["widths"]`` (W,), ``result["delta_k"]["linear"]`` W lists of per-run ΔK).  Theorem 3.1 and
+    Prop. 2.3 give ΔK_f = O(R/√m) with R = O(1), so Ĉ/√m is the envelope that the other widths predict
+    for ``width``; a run at ``width`` above it contradicts the O(1/√m) decay with the constant the other
+    widths show.  Raises ValueError when ``width`` is not in the result or is its only width.
+    """
+    width = V.positive_int("width", width)
+    widths = [int(m) for m in result["widths"]]
+    if width not in widths:
+        raise ValueError(f"width {width} is not one of the result's widths {widths}")
+    others = [(m, v) for m, v in zip(widths, result["delta_k"]["linear"]) if m != width]
+    if not others:
+        raise ValueError(f"width {width} is the result's only width: nothing to calibrate on")
+    return float(max(math.sqrt(m) * float(np.max(v)) for m, v in others))
+
+
 STALL_DECREASE = 0.01
 """A run has *stalled* when its loss fell by less than this fraction over the second half of the run: a
 swish run stops so from step ``check_steps`` on (:func:`stop_rule`), and a run at its cap is classified so
@@ -1298,6 +1317,7 @@ __all__ = [
     "figure1_table",
     "figure2_table",
     "fit_mean",
+    "held_out_linear_envelope",
     "init_params",
     "least_decrease",
     "local_curvature_step",
