@@ -491,12 +491,19 @@ def test_resnet_matches_numpy(x64):
 
 
 def test_lemma_f3_bounds_by_hand():
-    b = dh.lemma_f3_bounds(3, 16, 2.0, 4.0, 1.5, 0.5, math.log(2))
+    b = layer_norms.lemma_f3_bounds(3, 16, 2.0, 4.0, 1.5, 0.5, math.log(2))
     q = 2.0 + 4.0 / 4.0  # c₀ + R/√m
     first = [(1.5 * q) ** layer * 4.0 * 0.5 for layer in (1, 2, 3)]
     sums = [1.0, 1.0 + 1.5 * q, 1.0 + 1.5 * q + (1.5 * q) ** 2]
     np.testing.assert_allclose(b["printed"], [f + s * math.log(2) for f, s in zip(first, sums)], rtol=1e-14)
     np.testing.assert_allclose(b["corrected"], [f + s * 4.0 * math.log(2) for f, s in zip(first, sums)], rtol=1e-14)
+    # residual layers (Lemma G.5): B₁ as above, then B_l = (1 + 𝖫_σq)·B_{l−1} + √m|σ(0)|
+    r = layer_norms.lemma_f3_bounds(3, 16, 2.0, 4.0, 1.5, 0.5, -math.log(2), skip=True)["corrected"]
+    o = 4.0 * math.log(2)
+    b1 = 1.5 * q * 4.0 * 0.5 + o
+    np.testing.assert_allclose(r, [b1, (1 + 1.5 * q) * b1 + o, (1 + 1.5 * q) ** 2 * b1 + (2 + 1.5 * q) * o], rtol=1e-14)
+    with pytest.raises(ValueError, match="depth"):
+        layer_norms.lemma_f3_bounds(0, 16, 2.0, 4.0, 1.5, 0.5, 0.0)
 
 
 def test_activation_tail_probability_closed_forms():
@@ -635,3 +642,158 @@ def test_lemma_3_1_table_windows_and_exponents():
     assert list(frame["window"]) == ["[-2, -0.25)", "[-0.25, 0.25)", "[-0.25, 0.25)", "[-2, -0.25)"]
     with pytest.raises(ValueError, match="Q_221"):
         dh.lemma_3_1_table({k: v for k, v in worst.items() if k != "Q_221"}, (2,))
+
+
+# ---------------------------------------------------------------------------------------------
+# App. F.4: the backward vectors b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ (Lemma F.5, Eq. 80–89)
+# ---------------------------------------------------------------------------------------------
+
+
+def _tail_by_hand(params, layer, a, act):
+    """f as a function of α⁽ˡ⁾ (NumPy float64): the layers l+1..L and the output layer of Eq. 22."""
+    a = np.asarray(a, dtype=np.float64)
+    for lay in params["layers"][layer:]:
+        w = np.asarray(lay["W"], dtype=np.float64)
+        a = act(w @ a / math.sqrt(w.shape[1]))
+    v = np.asarray(params["v"], dtype=np.float64)[:, 0]
+    return float(a @ v) / math.sqrt(v.size)
+
+
+@pytest.mark.parametrize("activation", ["softplus", "tanh"])
+def test_backward_vectors_autodiff_against_the_recursion_and_finite_differences(x64, activation):
+    from ntkbook.activations import get_activation
+
+    model, params, x = _net("mlp", seed=3, width=(5, 7, 4), d=3, activation=activation)
+    auto = [np.asarray(b) for b in dh.backward_vectors(model, params, x)]
+    assert [b.shape for b in auto] == [(5,), (7,), (4,)]
+    recursion = hc.base_pass(model, params, x).b  # b⁽ˡ⁻¹⁾ = W⁽ˡ⁾ᵀ(σ' ⊙ b⁽ˡ⁾)/√m, written out in NumPy
+    for a, r in zip(auto, recursion, strict=True):
+        np.testing.assert_allclose(a, r, rtol=1e-12, atol=1e-15)
+    act = lambda z: get_activation(activation).numpy(z, 0)  # noqa: E731
+    alphas = _forward_by_hand(params, x, act)
+    assert _tail_by_hand(params, 3, alphas[2], act) == pytest.approx(float(model.apply(params, x[None])[0]),
+                                                                     rel=1e-13)
+    h = 1e-6
+    for layer, (alpha, b) in enumerate(zip(alphas, auto, strict=True), start=1):
+        fd = [(_tail_by_hand(params, layer, alpha + h * e, act) - _tail_by_hand(params, layer, alpha - h * e, act))
+              / (2 * h) for e in np.eye(alpha.size)]
+        np.testing.assert_allclose(b, fd, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("activation,train", [("softplus", True), ("tanh", False), ("relu", True)])
+def test_backward_vector_gradient_matches_autodiff(x64, activation, train):
+    model, params, x = _net("mlp", seed=5, width=(6, 5, 4), d=3, activation=activation, train_output=train)
+    b_all = jax.jit(lambda p: jnp.concatenate(dh.backward_vectors(model, p, x)))
+    jac = jax.jit(jax.jacrev(lambda p: jnp.concatenate(dh.backward_vectors(model, p, x))))(params)  # autodiff
+    b, start = np.asarray(b_all(params)), 0
+    for layer in (1, 2, 3):
+        size = model.widths[layer - 1]
+        r = np.asarray(jax.random.normal(jax.random.key(layer), (size,), jnp.float64))
+        psi, grad = dh.backward_vector_gradient(model, params, x, layer, r)
+        assert psi == pytest.approx(float(r @ b[start:start + size]), rel=1e-12)
+        ref = jax.tree_util.tree_map(lambda j, r=r, start=start, size=size: np.tensordot(
+            r, np.asarray(j)[start:start + size], axes=1), jac)
+        assert jax.tree_util.tree_structure(grad) == jax.tree_util.tree_structure(ref)
+        for g, want in zip(jax.tree_util.tree_leaves(grad), jax.tree_util.tree_leaves(ref), strict=True):
+            np.testing.assert_allclose(g, want, rtol=1e-10, atol=1e-13)
+        start += size
+
+
+def test_ascend_backward_vector_reaches_the_closed_form_and_stays_on_the_sphere(x64):
+    model, p0, x = _net("mlp", seed=7, width=(16, 16), d=3, activation="softplus")
+    start = point_on_sphere(jax.random.key(11), p0, 1.5)
+    b0 = hc.base_pass(model, p0, x).b
+    # l = L: sup over the sphere of ‖v − v₀‖/√m is R/√m (all of R in v), reached in one step
+    _, top = dh.ascend_backward_vector(model, p0, x, start, layer=2, norm="two", steps=3)
+    assert top == pytest.approx(1.5 / 4.0, rel=1e-12)
+    for norm, measure in (("two", lambda b, b0: np.linalg.norm(b - b0)), ("inf", lambda b, b0: np.abs(b).max())):
+        point, value = dh.ascend_backward_vector(model, p0, x, start, layer=1, norm=norm, steps=6)
+        dist = math.sqrt(sum(float(np.sum((np.asarray(a) - np.asarray(b)) ** 2))
+                             for a, b in zip(jax.tree_util.tree_leaves(point), jax.tree_util.tree_leaves(p0))))
+        assert dist == pytest.approx(1.5, rel=1e-12)
+        b_point = hc.base_pass(model, point, x).b[0]
+        assert value == pytest.approx(measure(b_point, b0[0]), rel=1e-12)
+        assert value >= measure(hc.base_pass(model, start, x).b[0], b0[0])  # never worse than the start
+    with pytest.raises(ValueError, match="norm"):
+        dh.ascend_backward_vector(model, p0, x, start, layer=1, norm="one")
+    with pytest.raises(ValueError, match="start"):
+        dh.ascend_backward_vector(model, p0, x, p0, layer=1)
+    with pytest.raises(ValueError, match="layer"):
+        dh.ascend_backward_vector(model, p0, x, start, layer=3)
+    with pytest.raises(ValueError, match="cotangent"):
+        dh.backward_vector_gradient(model, p0, x, 1, np.ones(3))
+    res, rp, rx = _net("resnet", seed=1)
+    with pytest.raises(TypeError, match="MLP"):
+        dh.backward_vectors(res, rp, rx)
+    biased, bp_, bx = _net("mlp", seed=1, use_bias=True)
+    with pytest.raises(ValueError, match="biases"):
+        dh.backward_vectors(biased, bp_, bx)
+
+
+def test_lemma_f5_and_eq_85_87_bounds_by_hand():
+    np.testing.assert_allclose(dh.lemma_f5_bounds(3, 16, 2.0, 4.0, 1.5), [1.5**2 * 3.0**3, 1.5 * 3.0**2, 3.0],
+                               rtol=1e-14)
+    np.testing.assert_allclose(dh.lemma_f5_bounds(2, 9, 2.0, 0.0, 1.0), [4.0, 2.0], rtol=1e-14)  # Eq. 81
+    c0, r, lip, beta, c_x, s0, m = 2.0, 4.0, 1.5, 0.25, 0.5, math.log(2), 16
+    b0 = np.array([0.1, 0.2, 0.3])
+    out = dh.eq_85_87_bounds(3, m, c0, r, lip, beta, c_x, s0, b0)
+    a = layer_norms.lemma_f3_bounds(3, m, c0, r, lip, c_x, s0)["corrected"]
+    d1 = r * c_x
+    d2 = c0 * lip * d1 + r / 4 * a[0]
+    d3 = c0 * lip * d2 + r / 4 * a[1]
+    np.testing.assert_allclose(out["delta"], [d1, d2, d3], rtol=1e-14)
+    q = c0 + r / 4
+    e3 = r / 4
+    e2 = r / 4 * lip * q + c0 * b0[2] * beta * d3 + c0 * lip * e3
+    e1 = r / 4 * lip**2 * q**2 + c0 * b0[1] * beta * d2 + c0 * lip * e2
+    np.testing.assert_allclose(out["diff"], [e1, e2, e3], rtol=1e-14)
+    with pytest.raises(ValueError, match="smoothness"):
+        dh.eq_85_87_bounds(3, m, c0, r, lip, math.inf, c_x, s0, b0)
+    with pytest.raises(ValueError, match="b0_inf"):
+        dh.eq_85_87_bounds(2, m, c0, r, lip, beta, c_x, s0, b0)
+
+
+def test_backward_vectors_in_ball_rows_bounds_and_tables():
+    cfg = scales.get("hidden_layers", "ci").replace(activations=("softplus", "relu"), depths=(2,), widths=(8, 16),
+                                                    seeds=1, input_dim=3, radii=(1.0, 2.0), sphere_points=1)
+    key = jax.random.key(4)
+    rows = dh.backward_vectors_in_ball(cfg, key, ascent_steps=3)
+    point, act, layer = rows["point"], rows["activation"], rows["layer"]
+    assert set(point[act == "relu"]) == {"W₀", "random", "first layer"}  # β_σ = ∞: no ascent
+    assert set(point[act == "softplus"]) == set(dh.BALL_POINTS)
+    # per network (2 layers): W₀, two random points, the first-layer point, three ascents for softplus
+    assert np.sum(act == "softplus") == 2 * 2 * (1 + 2 + 1 + 3) and np.sum(act == "relu") == 2 * 2 * 4
+    ascents = (act == "softplus") & np.char.startswith(point.astype(str), "ascent") & (layer == 1)
+    assert sorted(zip(point[ascents][:3], rows["target"][ascents][:3])) == [
+        ("ascent ‖b − b₀‖₂", 1), ("ascent ‖b − b₀‖₂", 2), ("ascent ‖b‖∞", 1)]
+    assert np.all(rows["two"] <= rows["f5_bound"])
+    smooth = act == "softplus"
+    assert np.all(rows["delta"][smooth] <= rows["delta_bound"][smooth] * (1 + 1e-12))
+    assert np.all(rows["diff"][smooth] <= rows["diff_bound"][smooth] * (1 + 1e-12))
+    assert np.all(np.isnan(rows["diff_bound"][~smooth]))
+    assert np.all(rows["diff"][point == "W₀"] == 0)
+    first = (point == "first layer") & (layer == 1)
+    np.testing.assert_allclose(rows["delta"][first], 2.0, rtol=1e-12)  # R‖x‖/√d with ‖x‖ = √d
+    assert np.all(rows["delta"][first] > rows["first_step_printed"][first])  # the printed R·C_x/√d is smaller
+    top = (point == "ascent ‖b − b₀‖₂") & (rows["target"] == 2) & (layer == 2)  # on the smallest sphere, R = 1
+    assert np.all(rows["radius"][np.char.startswith(point.astype(str), "ascent")] == 1.0)
+    np.testing.assert_allclose(rows["diff"][top], 1.0 / np.sqrt(rows["width"][top]), rtol=1e-12)
+    f3 = dh.hidden_layer_norms(cfg, key)  # the same networks
+    np.testing.assert_allclose(np.unique(rows["c0"]), np.unique(f3["c0"]), rtol=1e-15)
+    with jax.enable_x64(True):  # ‖b₀⁽ˡ⁾‖ against autodiff on the network drawn again
+        model, p0 = models.mlp(jax.random.fold_in(key, 100_000 * 2 + 8), (8, 8), input_dim=3, activation="softplus",
+                               dtype=jnp.float64)
+        x = unit_scale_input(jax.random.fold_in(key, 7), 3, jnp.float64)
+        auto = [float(np.linalg.norm(np.asarray(b))) for b in dh.backward_vectors(model, p0, x)]
+    at0 = (point == "W₀") & smooth & (rows["width"] == 8)
+    np.testing.assert_allclose(rows["two"][at0], auto, rtol=1e-12)
+    nets = dh.backward_vector_networks(rows, "softplus")
+    assert nets["width"].tolist() == [8, 16]
+    target1 = (point == "ascent ‖b − b₀‖₂") & (rows["target"] == 1) & (layer == 1) & smooth
+    np.testing.assert_array_equal(nets["diff_1"], rows["diff"][target1])
+    assert np.all(nets["diff_1"] >= nets["diff_random_1"]) and np.all(nets["inf_ball"] >= nets["inf_0"])
+    assert np.all(np.isnan(dh.backward_vector_networks(rows, "relu")["diff_1"]))  # no ascent for ReLU
+    assert dh.backward_vector_table(rows, cfg).frame.shape[0] == 4
+    assert dh.backward_vector_figure(rows, "softplus") is not None
+    with pytest.raises(ValueError, match="tanh"):
+        dh.backward_vector_networks(rows, "tanh")

@@ -19,6 +19,13 @@ Liu–Zhu–Belkin 2020) — come from :func:`ntkbook.layer_norms.layer_factors`
 (proof of Theorem 3.1, App. E), then (i) the spectral norm of the matrix of block bounds, (ii)
 their sum (Lemma E.1), (iii) Theorem 3.1's C₁Q₂,₂,₁Q_∞ + C₂Q_L/√m — each an upper bound on ‖H‖,
 (i) ≤ (ii) ≤ (iii).
+
+**Inside the proof (App. F)**: the hidden-layer norms in the ball (Lemma F.3, :func:`hidden_layer_norms`), the
+activations at W₀ (Lemma F.4, :func:`activation_tails`), and the backward vectors b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ in the ball
+(Lemma F.5 and the induction of App. F.4, Eq. 80–89, :func:`backward_vectors_in_ball`): b⁽ˡ⁾ by automatic
+differentiation (:func:`backward_vectors`) and by the backward recursion, the gradient of ⟨r, b⁽ˡ⁾(W)⟩ written out
+by hand (:func:`backward_vector_gradient`) for a projected ascent on spheres (:func:`ascend_backward_vector`), and
+the explicit bounds of the induction (:func:`lemma_f5_bounds`, :func:`eq_85_87_bounds`).
 """
 
 from __future__ import annotations
@@ -38,8 +45,9 @@ from ..data.sphere import unit_scale_input
 from ..eigen import extreme_eigenpairs
 from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm
 from ..hessian_compressed import base_pass, compressed_dimension, kernel_at_input
-from ..layer_norms import a_priori_layer_jacobian, largest_singular_value, layer_factors, layer_tensors
+from ..layer_norms import a_priori_layer_jacobian, largest_singular_value, layer_factors, layer_tensors, lemma_f3_bounds
 from ..models import MLP, mlp
+from ..models.common import HIGHEST, dense
 from ..models.resnet import resnet
 from ..norms import norm_221
 from ..progress import progress
@@ -348,22 +356,6 @@ def worst_per_network(rows: Mapping[str, np.ndarray], keys: Sequence[str],
 # ---------------------------------------------------------------------------------------------
 
 
-def lemma_f3_bounds(depth: int, width: int, c0: float, radius: float, lipschitz: float, c_x: float,
-                    sigma0: float) -> dict[str, np.ndarray]:
-    """The bounds on ‖α⁽ˡ⁾(W)‖, l = 1..depth, of Lemma F.3 (Eq. 66), as printed and corrected, shape (depth,).
-
-    With q = c₀ + R/√m and geometric sums S_l = Σ_{i=1}^{l} (𝖫_σq)^{i−1}:
-
-    * ``printed``   = 𝖫_σ^l q^l √m C_x + S_l·σ(0)        (Eq. 66 and its proof, Eq. 114–115);
-    * ``corrected`` = 𝖫_σ^l q^l √m C_x + S_l·√m|σ(0)|    (‖σ(z)‖ ≤ 𝖫_σ‖z‖ + √m|σ(0)| for z ∈ ℝᵐ).
-    """
-    layers = np.arange(1, int(depth) + 1, dtype=np.float64)
-    q = float(c0) + float(radius) / math.sqrt(width)
-    first = (lipschitz * q) ** layers * math.sqrt(width) * float(c_x)
-    sums = np.cumsum((lipschitz * q) ** (layers - 1))
-    return {"printed": first + sums * float(sigma0), "corrected": first + sums * math.sqrt(width) * abs(sigma0)}
-
-
 def sigma_at_zero(activation: str) -> float:
     """|σ(0)| from the registry's NumPy σ (the ``phi_at_zero`` of :func:`ntkbook.activations.constants`, without
     computing the Hermite constants there)."""
@@ -378,6 +370,40 @@ def _hidden_activations(model: MLP, params: PyTree, x: Any) -> list[np.ndarray]:
     return [*bp.inputs[1:], bp.last]
 
 
+_C0_MEMO: dict[tuple, float] = {}
+
+
+def _initial_weight_scale(key: Array, p0: PyTree, m: int) -> float:
+    """c₀ = max_{l ≤ L+1} ‖W₀⁽ˡ⁾‖/√m (v included) of the network drawn from ``key``, remembered per (key, shapes):
+    the Lemma F.3 and App. F.4 experiments draw the same networks, and the dense eigensolver is their costliest
+    step."""
+    mats = [np.asarray(layer["W"]) for layer in p0["layers"]] + [np.asarray(p0["v"])]
+    tag = (np.asarray(jax.random.key_data(key)).tobytes(), tuple(w.shape for w in mats), str(mats[0].dtype))
+    if tag not in _C0_MEMO:
+        if len(_C0_MEMO) > 4096:
+            _C0_MEMO.clear()
+        _C0_MEMO[tag] = max(largest_singular_value(w) for w in mats) / math.sqrt(m)
+    return _C0_MEMO[tag]
+
+
+def _ball_networks(settings: HiddenLayers, key: Array, desc: str):
+    """The float64 networks of the Appendix F experiments and their points of the ball, one tuple per (L, m, seed):
+    ``(L, m, s, models, p0, points, c0)`` with ``models`` activation → MLP (the weights do not depend on the
+    activation: one draw, and one set of ball points, serves all), ``points`` = [(0, W₀), (R, point of the sphere
+    ‖W − W₀‖ = R) for R in ``radii``, ``sphere_points`` each] and c₀ = max_{l ≤ L+1} ‖W₀⁽ˡ⁾‖/√m (v included).
+    Iterate inside ``jax.enable_x64(True)``."""
+    d = int(settings.input_dim)
+    pieces = [(L, m, s) for L in settings.depths for m in settings.widths for s in range(settings.seeds)]
+    for L, m, s in progress(pieces, desc=desc, total=len(pieces)):
+        k = jax.random.fold_in(key, 100_000 * L + 1000 * s + m)
+        made = {a: mlp(k, (m,) * L, input_dim=d, activation=a, dtype=jnp.float64) for a in settings.activations}
+        p0 = made[settings.activations[0]][1]
+        c0 = _initial_weight_scale(k, p0, m)
+        points = [(0.0, p0)] + [(float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r)))
+                                for j, r in enumerate(settings.radii) for i in range(settings.sphere_points)]
+        yield L, m, s, {a: made[a][0] for a in made}, p0, points, c0
+
+
 def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarray]:
     """Lemma F.3: ‖α⁽ˡ⁾(W)‖ against its bound, printed and corrected, at W₀ and on spheres ‖W − W₀‖ = R.
 
@@ -388,7 +414,7 @@ def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarr
     layer); rows ``input`` = "0": the input x = 0 (C_x = 0) at W₀, where α⁽¹⁾ = σ(0)𝟙 and ‖α⁽¹⁾‖ = √m|σ(0)|
     (only for activations with σ(0) ≠ 0).  The weights of one (L, m, seed) are shared by all activations.
     Returns equal-length arrays ``activation``, ``input``, ``depth``, ``width``, ``seed``, ``radius``, ``layer``,
-    ``norm`` (‖α⁽ˡ⁾‖), ``printed``, ``corrected`` (:func:`lemma_f3_bounds`), ``c0``, ``c_x``.
+    ``norm`` (‖α⁽ˡ⁾‖), ``printed``, ``corrected`` (:func:`~ntkbook.layer_norms.lemma_f3_bounds`), ``c0``, ``c_x``.
     """
     from ..activations import get_activation
 
@@ -410,18 +436,9 @@ def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarr
     with jax.enable_x64(True):
         x = np.asarray(unit_scale_input(jax.random.fold_in(key, 7), d, dtype=jnp.float64))
         consts = {a: (float(get_activation(a).lipschitz), sigma_at_zero(a)) for a in settings.activations}
-        pieces = [(L, m, s) for L in settings.depths for m in settings.widths for s in range(settings.seeds)]
-        for L, m, s in progress(pieces, desc="Lemma F.3", total=len(pieces)):
-            k = jax.random.fold_in(key, 100_000 * L + 1000 * s + m)
-            # the weights do not depend on the activation: one draw (and one set of ball points) serves all
-            models = {a: mlp(k, (m,) * L, input_dim=d, activation=a, dtype=jnp.float64) for a in settings.activations}
-            p0 = models[settings.activations[0]][1]
-            mats = [np.asarray(layer["W"]) for layer in p0["layers"]] + [np.asarray(p0["v"])]
-            c0 = max(largest_singular_value(w) for w in mats) / math.sqrt(m)
-            points = [(0.0, p0)] + [(float(r), point_on_sphere(jax.random.fold_in(k, 31 * j + i + 1), p0, float(r)))
-                                    for j, r in enumerate(settings.radii) for i in range(settings.sphere_points)]
+        for L, m, s, models, p0, points, c0 in _ball_networks(settings, key, "Lemma F.3"):
             for a in settings.activations:
-                model = models[a][0]
+                model = models[a]
                 lip, sigma0 = consts[a]
                 inputs = [("x", x, r, p) for r, p in points]
                 if sigma0 != 0:  # at x = 0 the bounds are 0 when σ(0) = 0, and so is α
@@ -551,6 +568,368 @@ def exceedance_counts(rows: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
                     "expected": float(np.sum(m * rows["p_exact"][sel])),
                     "allowed": float(np.sum(m * b) + 3.0 * math.sqrt(np.sum(m * b * (1.0 - b))))})
     return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Appendix F.4: the backward vectors b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ in the ball (Lemma F.5, Eq. 80–89)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_plain_mlp(model: Any) -> None:
+    """Raise unless ``model`` is an NTK-parameterized :class:`~ntkbook.models.dense.MLP` without biases and one
+    output (the network of Eq. 22 that App. F.4 is about)."""
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be an NTK-parameterized MLP, got {type(model).__name__}")
+    if model.parameterization != "ntk":
+        raise TypeError(f"model must be NTK-parameterized, got parameterization={model.parameterization!r}")
+    if model.use_bias:
+        raise ValueError("model must have no biases (Eq. 22 of Liu–Zhu–Belkin 2020)")
+    if model.output_dim != 1:
+        raise ValueError(f"f must be scalar; model has output_dim={model.output_dim}")
+
+
+def _one_input(model: MLP, x: Any, *, numpy: bool = False) -> Any:
+    """One input (d,): a JAX array, or with ``numpy`` a float64 NumPy array (no float32 round trip)."""
+    x = V.numpy_array("x", x, ndim=1) if numpy else V.array("x", x, ndim=1)
+    if x.shape[0] != model.input_dim:
+        raise ValueError(f"x must be one input of shape ({model.input_dim},), got {tuple(x.shape)}")
+    return x
+
+
+def _layer_index(model: MLP, layer: Any) -> int:
+    layer = V.positive_int("layer", layer)
+    if layer > model.depth:
+        raise ValueError(f"layer must be in 1..{model.depth}, got {layer}")
+    return layer
+
+
+def backward_vectors(model: MLP, params: PyTree, x: Any) -> list[Array]:
+    """b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ for l = 1..L at one input, by automatic differentiation (Eq. 79 of Liu–Zhu–Belkin 2020).
+
+    f is written as a function of shifts s_l added to the post-activations, α⁽ˡ⁾ = σ(α̃⁽ˡ⁾) + s_l (the forward
+    pass of Eq. 22), and ``jax.grad`` with respect to (s_1, …, s_L) at s = 0 gives every b⁽ˡ⁾ in one reverse
+    pass.  Independent of the hand-written backward recursion b⁽ˡ⁻¹⁾ = W⁽ˡ⁾ᵀ(σ'(α̃⁽ˡ⁾) ⊙ b⁽ˡ⁾)/√m of
+    :func:`ntkbook.hessian_compressed.base_pass` (the tests compare the two).
+
+    Args:
+        model: an NTK-parameterized :class:`~ntkbook.models.dense.MLP` without biases, one output.
+        params: its parameters (v trained or fixed).
+        x: one input, shape (d,).
+
+    Returns:
+        ``[b⁽¹⁾, …, b⁽ᴸ⁾]``, arrays of shapes (m_1,), …, (m_L,) in the parameters' dtype.
+    """
+    _check_plain_mlp(model)
+    x = _one_input(model, x)
+    v = (model.fixed_v if model.fixed_v is not None else params["v"])[:, 0]
+
+    def output(shifts):
+        a = x[None]
+        for layer, act, s in zip(params["layers"], model.activations, shifts, strict=True):
+            a = act(dense(a, layer["W"])) + s
+        return jnp.matmul(a[0], v, precision=HIGHEST) / math.sqrt(v.shape[0])
+
+    dtype = params["layers"][0]["W"].dtype
+    return jax.grad(output)([jnp.zeros(m, dtype) for m in model.widths])
+
+
+def _tree_np(tree: PyTree) -> PyTree:
+    return jax.tree_util.tree_map(lambda t: np.asarray(t, dtype=np.float64), tree)
+
+
+def _tree_norm_np(tree: PyTree) -> float:
+    return math.sqrt(sum(float(np.sum(t * t)) for t in jax.tree_util.tree_leaves(tree)))
+
+
+def backward_vector_gradient(model: MLP, params: PyTree, x: Any, layer: int, cotangent: Any
+                             ) -> tuple[float, PyTree]:
+    """ψ(W) = ⟨r, b⁽ˡ⁾(W)⟩ and its gradient ∇_W ψ, written out by hand in float64 NumPy (no compilation).
+
+    With the forward and backward pass of :func:`ntkbook.hessian_compressed.base_pass` (α⁽ᵏ⁾, α̃⁽ᵏ⁾, σ', σ'',
+    b⁽ᵏ⁾, g⁽ᵏ⁾ = σ'(α̃⁽ᵏ⁾) ⊙ b⁽ᵏ⁾), ψ is the derivative of f along α⁽ˡ⁾ → α⁽ˡ⁾ + t·r: a tangent sweep
+    ȧ⁽ˡ⁾ = r, ż⁽ᵏ⁾ = W⁽ᵏ⁾ȧ⁽ᵏ⁻¹⁾/√n_k, ȧ⁽ᵏ⁾ = σ'(α̃⁽ᵏ⁾) ⊙ ż⁽ᵏ⁾ (k > l), ψ = vᵀȧ⁽ᴸ⁾/√m.  Its adjoints are the
+    backward vectors themselves, so, with h⁽ᵏ⁾ = σ''(α̃⁽ᵏ⁾) ⊙ ż⁽ᵏ⁾ ⊙ b⁽ᵏ⁾ for k > l (0 for k ≤ l) and
+    ζ⁽ᴸ⁾ = h⁽ᴸ⁾, ζ⁽ᵏ⁻¹⁾ = h⁽ᵏ⁻¹⁾ + σ'(α̃⁽ᵏ⁻¹⁾) ⊙ W⁽ᵏ⁾ᵀζ⁽ᵏ⁾/√n_k (σ' moves with every weight below):
+
+        ∇_{W⁽ᵏ⁾} ψ = (1[k > l]·g⁽ᵏ⁾ȧ⁽ᵏ⁻¹⁾ᵀ + ζ⁽ᵏ⁾α⁽ᵏ⁻¹⁾ᵀ)/√n_k,   ∇_v ψ = ȧ⁽ᴸ⁾/√m   (rank ≤ 2 per layer).
+
+    With r = b⁽ˡ⁾(W) − b₀⁽ˡ⁾ this is ∇_W ½‖b⁽ˡ⁾(W) − b₀⁽ˡ⁾‖² (r held fixed); with r = ±e_i, ∇_W b_i⁽ˡ⁾.
+
+    Args:
+        model: an NTK-parameterized MLP without biases, one output.
+        params: its parameters.
+        x: one input, shape (d,).
+        layer: l ∈ 1..L.
+        cotangent: r, shape (m_l,), finite.
+
+    Returns:
+        ``(ψ, gradient)``, the gradient a pytree of float64 NumPy arrays shaped like ``params``.
+    """
+    _check_plain_mlp(model)
+    x = _one_input(model, x, numpy=True)
+    layer = _layer_index(model, layer)
+    r = V.numpy_array("cotangent", cotangent, ndim=1)
+    if r.shape[0] != model.widths[layer - 1]:
+        raise ValueError(f"cotangent must have shape ({model.widths[layer - 1]},), got {r.shape}")
+    with jax.enable_x64(True):
+        return _psi_gradient(base_pass(model, _tree_np(params), x), layer, r)
+
+
+def _psi_gradient(bp: Any, layer: int, r: np.ndarray) -> tuple[float, PyTree]:
+    """:func:`backward_vector_gradient` from a :class:`~ntkbook.hessian_compressed.BasePass` (1-based layer)."""
+    psi, factors, grad_v = _psi_factors(bp, layer, r)
+    out: dict[str, Any] = {"layers": [{"W": _low_rank_plus(1.0, u, w)} for u, w in factors]}
+    if grad_v is not None:
+        out["v"] = grad_v[:, None]
+    return psi, out
+
+
+def _low_rank_plus(scale: float, u: np.ndarray, w: np.ndarray, base: np.ndarray | None = None) -> np.ndarray:
+    """base + scale·u wᵀ for factors with a few columns, as a sum of outer products (a BLAS product with two columns
+    is several times slower)."""
+    out = np.multiply.outer(scale * u[:, 0], w[:, 0])
+    for k in range(1, u.shape[1]):
+        out += np.multiply.outer(scale * u[:, k], w[:, k])
+    if base is not None:
+        out += base
+    return out
+
+
+def _psi_factors(bp: Any, layer: int, r: np.ndarray) -> tuple[float, list, np.ndarray | None]:
+    """ψ, the gradient's factors (U_k, V_k) with ∇_{W⁽ᵏ⁾}ψ = U_k V_kᵀ (rank ≤ 2), and ∇_v ψ (None if v is fixed)."""
+    ws, depth = bp.weights, len(bp.weights)
+    tangent, z_dot, explicit = r, [None] * depth, [None] * depth
+    for j in range(layer, depth):  # 0-based j: the layers l+1..L
+        z_dot[j] = ws[j] @ tangent / math.sqrt(ws[j].shape[1])
+        explicit[j] = tangent
+        tangent = bp.s1[j] * z_dot[j]
+    m_last = bp.v.size
+    psi = float(bp.v @ tangent) / math.sqrt(m_last)
+    rho, factors = np.zeros(m_last), [None] * depth
+    for j in range(depth - 1, -1, -1):
+        zeta = bp.s1[j] * rho
+        if z_dot[j] is not None:
+            zeta = zeta + bp.s2[j] * z_dot[j] * bp.b[j]
+        root = math.sqrt(ws[j].shape[1])
+        if explicit[j] is None:
+            factors[j] = ((zeta / root)[:, None], np.asarray(bp.inputs[j], dtype=np.float64)[:, None])
+        else:
+            factors[j] = (np.stack([zeta, bp.g[j]], axis=1) / root, np.stack([bp.inputs[j], explicit[j]], axis=1))
+        rho = ws[j].T @ zeta / root
+    return psi, factors, (tangent / math.sqrt(m_last) if bp.train_v else None)
+
+
+BACKWARD_ASCENT_STEPS = 10
+"""Default largest number of steps of :func:`ascend_backward_vector` (a method parameter, the same at every
+scale)."""
+ASCENT_RTOL = 1e-6
+""":func:`ascend_backward_vector` stops when a step raises the objective by less than this relative amount."""
+
+
+def ascend_backward_vector(model: MLP, params0: PyTree, x: Any, start: PyTree, *, layer: int,
+                           norm: str = "two", steps: int = BACKWARD_ASCENT_STEPS) -> tuple[PyTree, float]:
+    """A lower estimate of the largest ‖b⁽ˡ⁾(W) − b₀⁽ˡ⁾‖₂ (``norm="two"``) or ‖b⁽ˡ⁾(W)‖∞ (``norm="inf"``) over the
+    sphere ‖W − W₀‖ = R, R = ‖start − W₀‖ (Eq. 82 and 89 of Liu–Zhu–Belkin 2020): projected ascent from ``start``.
+
+    Each step moves to the maximizer of the objective's linearization on the sphere, W ← W₀ + R·∇/‖∇‖ (the
+    projected gradient step with an unbounded step size), with the gradients of
+    :func:`backward_vector_gradient`: r = b⁽ˡ⁾(W) − b₀⁽ˡ⁾ for the 2-norm (for a quadratic objective this is
+    the power iteration), r = sign(b_i)e_i with i = argmax_i|b_i⁽ˡ⁾(W)| for the ∞-norm.  It stops after
+    ``steps`` steps, or earlier at a step that raises the objective by less than :data:`ASCENT_RTOL` (relative).
+    The best point visited is returned: a point of the sphere, so its value is a lower estimate of the supremum,
+    never an upper bound.  Float64 throughout.
+
+    Args:
+        model: an NTK-parameterized MLP without biases, one output.
+        params0: the centre W₀.
+        x: one input, shape (d,).
+        start: a point with ‖start − W₀‖ = R > 0.
+        layer: l ∈ 1..L.
+        norm: ``"two"`` or ``"inf"``.
+        steps: number of steps ≥ 0.
+
+    Returns:
+        ``(point, value)``: the best point (float64 NumPy pytree) and its objective.
+    """
+    _check_plain_mlp(model)
+    x = _one_input(model, x, numpy=True)
+    layer = _layer_index(model, layer)
+    V.choice("norm", norm, ("two", "inf"))
+    steps = V.positive_int("steps", steps, minimum=0)
+    p0, point = _tree_np(params0), _tree_np(start)
+    radius = _tree_norm_np(jax.tree_util.tree_map(np.subtract, point, p0))
+    if not radius > 0:
+        raise ValueError("start must differ from params0 (the sphere's radius ‖start − W₀‖ must be > 0)")
+    with jax.enable_x64(True):
+        return _ascend(model, p0, x, point, radius, layer, norm, steps)
+
+
+def _ascend(model: MLP, p0: PyTree, x: np.ndarray, point: PyTree, radius: float, layer: int, norm: str,
+            steps: int) -> tuple[PyTree, float]:
+    b0 = base_pass(model, p0, x).b[layer - 1]
+    best, best_value = point, -math.inf
+    for step in range(steps + 1):
+        bp = base_pass(model, point, x)
+        b = bp.b[layer - 1]
+        if norm == "two":
+            r = b - b0
+            value = float(np.linalg.norm(r))
+        else:
+            i = int(np.argmax(np.abs(b)))
+            r = np.zeros_like(b)
+            r[i] = 1.0 if b[i] >= 0 else -1.0
+            value = float(abs(b[i]))
+        if value <= best_value * (1.0 + ASCENT_RTOL):
+            break  # no progress: a fixed point of the iteration (or a step that did not help)
+        best, best_value = point, value
+        if step == steps:
+            break
+        _, factors, grad_v = _psi_factors(bp, layer, r)
+        norm2 = sum(float(np.sum((u.T @ u) * (w.T @ w))) for u, w in factors)  # ‖UVᵀ‖_F² = tr(UᵀU VᵀW)
+        scale = radius / math.sqrt(norm2 + (float(grad_v @ grad_v) if grad_v is not None else 0.0))
+        point = {"layers": [{"W": _low_rank_plus(scale, u, w, lay["W"])} for (u, w), lay in zip(
+            factors, p0["layers"], strict=True)]}
+        if grad_v is not None:
+            point["v"] = p0["v"] + scale * grad_v[:, None]
+    return best, best_value
+
+
+def lemma_f5_bounds(depth: int, width: int, c0: float, radius: float, lipschitz: float) -> np.ndarray:
+    """Lemma F.5 (Eq. 80; Eq. 81 at R = 0): ‖b⁽ˡ⁾(W)‖ ≤ 𝖫_σ^{L−l}(c₀ + R/√m)^{L−l+1}, l = 1..L, shape (L,).
+
+    Proof (App. I.6): ‖b⁽ᴸ⁾‖ = ‖v‖/√m ≤ (c₀√m + R)/√m, and each step back multiplies by
+    ‖W⁽ˡ⁾‖‖Σ'⁽ˡ⁾‖/√m ≤ (c₀ + R/√m)𝖫_σ (Lemma F.2).
+    """
+    depth, width = V.positive_int("depth", depth), V.positive_int("width", width)
+    c0 = V.positive_float("c0", c0)
+    radius = V.positive_float("radius", radius, allow_zero=True)
+    lipschitz = V.positive_float("lipschitz", lipschitz)
+    k = depth - np.arange(1, depth + 1, dtype=np.float64)  # L − l
+    return lipschitz**k * (c0 + radius / math.sqrt(width)) ** (k + 1)
+
+
+def eq_85_87_bounds(depth: int, width: int, c0: float, radius: float, lipschitz: float, smoothness: float,
+                    c_x: float, sigma0: float, b0_inf: Any) -> dict[str, np.ndarray]:
+    """The explicit bounds of the induction of App. F.4 (Liu–Zhu–Belkin 2020), l = 1..L, shape (L,) each.
+
+    * ``delta`` — Eq. 85, ‖α̃⁽ˡ⁾(W) − α̃⁽ˡ⁾(W₀)‖ ≤ D_l with D_1 = R·C_x and
+      D_l = c₀𝖫_σD_{l−1} + (R/√m)·A_{l−1}, A = the corrected Lemma F.3 bound on ‖α⁽ˡ⁻¹⁾(W)‖
+      (:func:`~ntkbook.layer_norms.lemma_f3_bounds`).  The paper writes D_1 = R·C_x/√d: wrong by √d, since
+      ‖ΔW⁽¹⁾x‖/√d ≤ R‖x‖/√d ≤ R·C_x with equality for ΔW⁽¹⁾ = R·u xᵀ/‖x‖ and x = C_x(±1, …, ±1).
+    * ``diff`` — Eq. 83 and 87, ‖b⁽ˡ⁾(W) − b₀⁽ˡ⁾‖ ≤ E_l with E_L = R/√m and
+      E_{l−1} = (R/√m)𝖫_σ^{L−l+1}(c₀ + R/√m)^{L−l+1} + c₀·‖b₀⁽ˡ⁾‖∞β_σD_l + c₀𝖫_σE_l — Eq. 84 with Lemma F.5
+      for ‖b⁽ˡ⁾‖, Eq. 86 (‖(Σ'⁽ˡ⁾ − Σ'₀⁽ˡ⁾)b₀⁽ˡ⁾‖ ≤ ‖b₀⁽ˡ⁾‖∞β_σ‖α̃⁽ˡ⁾(W) − α̃⁽ˡ⁾(W₀)‖) and Eq. 85.
+
+    Every hidden layer has width m; ``b0_inf`` are the measured ‖b₀⁽ˡ⁾‖∞, shape (L,) — the only random input
+    (Lemma F.6: Õ(1/√m)), so that E_l = Õ(R/√m).  ``smoothness`` β_σ = sup|σ''| must be finite.
+    """
+    depth, width = V.positive_int("depth", depth), V.positive_int("width", width)
+    radius = V.positive_float("radius", radius, allow_zero=True)
+    smoothness = V.positive_float("smoothness", smoothness, allow_zero=True)
+    if not math.isfinite(smoothness):
+        raise ValueError("smoothness must be finite: Eq. 86 needs σ' to be β_σ-Lipschitz")
+    b0_inf = V.numpy_array("b0_inf", b0_inf, ndim=1)
+    if b0_inf.shape != (depth,):
+        raise ValueError(f"b0_inf must have shape ({depth},), got {b0_inf.shape}")
+    alpha = lemma_f3_bounds(depth, width, c0, radius, lipschitz, c_x, sigma0)["corrected"]
+    q = float(c0) + radius / math.sqrt(width)
+    d_ = np.zeros(depth)
+    d_[0] = radius * float(c_x)
+    for i in range(1, depth):
+        d_[i] = c0 * lipschitz * d_[i - 1] + radius / math.sqrt(width) * alpha[i - 1]
+    e_ = np.zeros(depth)
+    e_[-1] = radius / math.sqrt(width)
+    for i in range(depth - 1, 0, -1):  # 0-based i = layer l; fills layer l − 1
+        k = depth - i  # L − l + 1
+        e_[i - 1] = (radius / math.sqrt(width) * lipschitz**k * q**k + c0 * b0_inf[i] * smoothness * d_[i]
+                     + c0 * lipschitz * e_[i])
+    return {"delta": d_, "diff": e_}
+
+
+def _first_layer_point(params0: PyTree, x: np.ndarray, radius: float) -> PyTree:
+    """W₀ with the first unit's weights moved by R·xᵀ/‖x‖ (ΔW⁽¹⁾ = R·e₁xᵀ/‖x‖, every other weight unchanged): a point
+    of the sphere where ‖α̃⁽¹⁾(W) − α̃⁽¹⁾(W₀)‖ = R‖x‖/√d, the largest value on the sphere."""
+    p = _tree_np(params0)
+    w = p["layers"][0]["W"].copy()
+    w[0] += radius * x / np.linalg.norm(x)
+    p["layers"][0]["W"] = w
+    return p
+
+
+BALL_POINTS: tuple[str, ...] = ("W₀", "random", "first layer", "ascent ‖b − b₀‖₂", "ascent ‖b‖∞")
+"""The kinds of point of :func:`backward_vectors_in_ball`."""
+
+
+def backward_vectors_in_ball(settings: HiddenLayers, key: Array, *, ascent_steps: int = BACKWARD_ASCENT_STEPS
+                             ) -> dict[str, np.ndarray]:
+    """Lemma F.5 and the induction of App. F.4 (Eq. 80–89 of Liu–Zhu–Belkin 2020): the backward vectors
+    b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ at W₀ and in the ball, against their explicit bounds.
+
+    The networks and random sphere points are those of :func:`hidden_layer_norms` (same key, same draws).
+    Points (column ``point``, :data:`BALL_POINTS`): W₀; the random points of every sphere ‖W − W₀‖ = R; on the
+    largest sphere, the ``first layer`` point (ΔW⁽¹⁾ = R·e₁xᵀ/‖x‖, nothing else moved, so that
+    ‖α̃⁽¹⁾ − α̃₀⁽¹⁾‖ = R‖x‖/√d, the largest value of the first step of Eq. 85); and, for activations with a
+    finite β_σ, the end points of :func:`ascend_backward_vector` (``ascent_steps`` steps at most, from the first
+    random point of the smallest sphere, where R/√m is smallest: Eq. 82 is a statement for a fixed R as m grows)
+    for ‖b⁽¹⁾ − b₀⁽¹⁾‖₂ and ‖b⁽¹⁾‖∞ (the first layer, the end of the induction) and for ‖b⁽ᴸ⁾ − b₀⁽ᴸ⁾‖₂ (its
+    start, whose supremum R/√m is known) — lower estimates of the suprema over that sphere; column ``target``
+    is the layer an ascent maximizes.  The b⁽ˡ⁾ come from the backward
+    recursion of :func:`ntkbook.hessian_compressed.base_pass` (float64; equal to the autodiff
+    :func:`backward_vectors`, tests).
+
+    One row per (activation, L, m, seed, point, layer): ``activation``, ``depth``, ``width``, ``seed``,
+    ``point``, ``target`` (the ascent's layer, 0 for the other points), ``radius``, ``layer``, ``two``
+    (‖b⁽ˡ⁾‖₂), ``diff`` (‖b⁽ˡ⁾ − b₀⁽ˡ⁾‖₂), ``inf`` (‖b⁽ˡ⁾‖∞), ``b0_inf`` (‖b₀⁽ˡ⁾‖∞), ``delta``
+    (‖α̃⁽ˡ⁾ − α̃₀⁽ˡ⁾‖, Eq. 85), ``sigma_term`` (‖(Σ'⁽ˡ⁾ − Σ'₀⁽ˡ⁾)b₀⁽ˡ⁾‖, Eq. 86), ``f5_bound``
+    (:func:`lemma_f5_bounds`), ``delta_bound``, ``diff_bound`` (:func:`eq_85_87_bounds`; NaN when
+    β_σ = ∞), ``first_step_printed`` (the paper's R·C_x/√d, layer 1 only, else NaN), ``c0``, ``c_x``.
+    """
+    from ..activations import get_activation
+
+    steps = V.positive_int("ascent_steps", ascent_steps, minimum=0)
+    d = int(settings.input_dim)
+    cols = ("activation", "depth", "width", "seed", "point", "target", "radius", "layer", "two", "diff", "inf",
+            "b0_inf", "delta", "sigma_term", "f5_bound", "delta_bound", "diff_bound", "first_step_printed",
+            "c0", "c_x")
+    rows: dict[str, list] = {k: [] for k in cols}
+    r_max, r_asc = float(max(settings.radii)), float(min(settings.radii))
+    with jax.enable_x64(True):
+        x = np.asarray(unit_scale_input(jax.random.fold_in(key, 7), d, dtype=jnp.float64))
+        c_x = float(np.max(np.abs(x)))
+        for L, m, s, models, p0, points, c0 in _ball_networks(settings, key, "App. F.4"):
+            p0 = _tree_np(p0)
+            start = next(_tree_np(p) for r, p in points if r == r_asc)
+            base = [("W₀", 0, 0.0, p0)] + [("random", 0, r, _tree_np(p)) for r, p in points if r > 0]
+            base.append(("first layer", 0, r_max, _first_layer_point(p0, x, r_max)))
+            for a in settings.activations:
+                model, act = models[a], get_activation(a)
+                lip, beta, sigma0 = float(act.lipschitz), float(act.smoothness), sigma_at_zero(a)
+                bp0 = base_pass(model, p0, x)
+                b0_inf = np.array([np.abs(b).max() for b in bp0.b])
+                pts = list(base)
+                if math.isfinite(beta):  # the first layer (the end of the induction) and the last (its start)
+                    for layer, norm in dict.fromkeys([(1, "two"), (1, "inf"), (L, "two")]):
+                        p_best, _ = ascend_backward_vector(model, p0, x, start, layer=layer, norm=norm, steps=steps)
+                        pts.append((BALL_POINTS[3 if norm == "two" else 4], layer, r_asc, p_best))
+                for name, target, r, p in pts:
+                    bp = base_pass(model, p, x)
+                    f5 = lemma_f5_bounds(L, m, c0, r, lip)
+                    ind = (eq_85_87_bounds(L, m, c0, r, lip, beta, c_x, sigma0, b0_inf) if math.isfinite(beta)
+                           else {"delta": np.full(L, np.nan), "diff": np.full(L, np.nan)})
+                    for i in range(L):
+                        vals = {"activation": a, "depth": L, "width": m, "seed": s, "point": name, "target": target,
+                                "radius": r, "layer": i + 1, "two": float(np.linalg.norm(bp.b[i])),
+                                "diff": float(np.linalg.norm(bp.b[i] - bp0.b[i])),
+                                "inf": float(np.abs(bp.b[i]).max()), "b0_inf": float(b0_inf[i]),
+                                "delta": float(np.linalg.norm(bp.pre[i] - bp0.pre[i])),
+                                "sigma_term": float(np.linalg.norm((bp.s1[i] - bp0.s1[i]) * bp0.b[i])),
+                                "f5_bound": float(f5[i]), "delta_bound": float(ind["delta"][i]),
+                                "diff_bound": float(ind["diff"][i]),
+                                "first_step_printed": r * c_x / math.sqrt(d) if i == 0 else math.nan,
+                                "c0": c0, "c_x": c_x}
+                        for k_, val in vals.items():
+                            rows[k_].append(val)
+    return {k: np.asarray(v) for k, v in rows.items()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -778,6 +1157,138 @@ def activation_tail_table(f4: Mapping[str, np.ndarray]) -> Table:
                 "probability that one unit exceeds ln m + |σ(0)|; bound = 2exp(−ln²m/(2𝖫_σ²s_l²)), the proof's.")
 
 
+def backward_vector_networks(rows: Mapping[str, np.ndarray], activation: str) -> dict[str, np.ndarray]:
+    """One row per network (L, m, seed) of one activation of :func:`backward_vectors_in_ball`, with the quantities
+    of the chapter's claims on App. F.4 (each the largest over the network's points of the ball, which are not
+    independent samples):
+
+    * ``b0_two_1`` — ‖b₀⁽¹⁾‖₂ at W₀ (the longest product of Eq. 79; Eq. 81);
+    * ``diff_<l>`` — ‖b⁽ˡ⁾(W) − b₀⁽ˡ⁾‖₂ at the end point of the ascent of that norm (a lower estimate of its
+      supremum over the ascent's sphere, Eq. 82; NaN for l > L or without an ascent), and ``diff_random_<l>``
+      the largest over the random points of the same sphere;
+    * ``inf_ball`` — max over the points of ‖b⁽¹⁾(W)‖∞, the ∞-norm ascent included (Eq. 89), ``inf_0`` =
+      ‖b₀⁽¹⁾‖∞;
+    * ``sigma_first`` — max over the layers of ‖(Σ'⁽ˡ⁾ − Σ'₀⁽ˡ⁾)b₀⁽ˡ⁾‖ at the ``first layer`` point (Eq. 86), and
+      ``delta_first`` of ‖α̃⁽ˡ⁾ − α̃₀⁽ˡ⁾‖ there (Eq. 85).
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping.
+        ValueError: if it lacks a column of :func:`backward_vectors_in_ball` or has no row of ``activation``.
+    """
+    V.mapping("rows", rows, ("activation", "depth", "width", "seed", "point", "layer", "two", "diff", "inf",
+                             "sigma_term", "delta"))
+    act = np.asarray(rows["activation"])
+    if not np.any(act == activation):
+        raise ValueError(f"activation: no rows of {activation!r}; the rows have {sorted(set(act.tolist()))}")
+    sel = act == activation
+    r = {k: np.asarray(v)[sel] for k, v in rows.items()}
+    ids = sorted({(int(L), int(m), int(s)) for L, m, s in zip(r["depth"], r["width"], r["seed"], strict=True)})
+    depth_max = max(L for L, _, _ in ids)
+    out: dict[str, list] = {k: [] for k in ("depth", "width", "seed", "b0_two_1", "inf_ball", "inf_0",
+                                            "sigma_first", "delta_first")}
+    for layer in range(1, depth_max + 1):
+        out[f"diff_{layer}"], out[f"diff_random_{layer}"] = [], []
+    for L, m, s in ids:
+        net = (r["depth"] == L) & (r["width"] == m) & (r["seed"] == s)
+        at0, first, rand = (net & (r["point"] == p) for p in ("W₀", "first layer", "random"))
+        for k_, val in (("depth", L), ("width", m), ("seed", s),
+                        ("b0_two_1", float(r["two"][at0 & (r["layer"] == 1)][0])),
+                        ("inf_ball", float(r["inf"][net & (r["layer"] == 1)].max())),
+                        ("inf_0", float(r["inf"][at0 & (r["layer"] == 1)][0])),
+                        ("sigma_first", float(r["sigma_term"][first].max())),
+                        ("delta_first", float(r["delta"][first].max()))):
+            out[k_].append(val)
+        asc = net & (r["point"] == "ascent ‖b − b₀‖₂")
+        r_asc = float(r["radius"][asc].max()) if asc.any() else float(r["radius"][rand].min())
+        for layer in range(1, depth_max + 1):
+            here = r["layer"] == layer
+            hit = asc & here & (r["target"] == layer)
+            out[f"diff_{layer}"].append(float(r["diff"][hit][0]) if hit.any() else math.nan)
+            same = rand & here & (r["radius"] == r_asc)
+            out[f"diff_random_{layer}"].append(float(r["diff"][same].max()) if same.any() else math.nan)
+    return {k: np.asarray(v) for k, v in out.items()}
+
+
+def backward_vector_table(rows: Mapping[str, np.ndarray], settings: HiddenLayers) -> Table:
+    """Per (activation, L, m) of :func:`backward_vectors_in_ball`, largest over the seeds: ‖b₀⁽¹⁾‖₂; the largest
+    ratio ‖b⁽ˡ⁾‖/Eq. 80; ‖b⁽¹⁾ − b₀⁽¹⁾‖₂ at the random points of the ascent's sphere and at the ascent's end point
+    (and the latter times √m/R); the largest ratio to the chained bound of Eq. 87 over the layers l < L (at l = L
+    it is attained); ‖b₀⁽¹⁾‖∞ and the largest ‖b⁽¹⁾‖∞ found in the ball; the Eq. 86 term at the first-layer point.
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping or ``settings`` not a ``HiddenLayers``.
+        ValueError: if ``rows`` lacks a column of :func:`backward_vectors_in_ball`.
+    """
+    V.instance("settings", settings, HiddenLayers)
+    V.mapping("rows", rows, ("activation", "depth", "width", "seed", "point", "target", "layer", "radius", "two",
+                             "diff", "inf", "f5_bound", "diff_bound", "sigma_term", "delta"))
+    act = np.asarray(rows["activation"])
+    with np.errstate(invalid="ignore", divide="ignore"):
+        f5_ratio = rows["two"] / rows["f5_bound"]
+        e87_ratio = np.where((rows["radius"] > 0) & (rows["layer"] < rows["depth"]), rows["diff"] / rows["diff_bound"],
+                             np.nan)
+    r_asc = float(min(settings.radii))
+    out = []
+    for a in dict.fromkeys(act.tolist()):
+        nets = backward_vector_networks(rows, a)
+        for L in settings.depths:
+            for m in settings.widths:
+                net = (act == a) & (rows["depth"] == L) & (rows["width"] == m)
+                sel = (nets["depth"] == L) & (nets["width"] == m)
+                if not sel.any():
+                    continue
+                best = float(nets["diff_1"][sel].max())
+                e87 = e87_ratio[net]
+                out.append({"activation": a, "L": L, "m": m, "‖b₀⁽¹⁾‖₂": float(nets["b0_two_1"][sel].max()),
+                            "max ‖b⁽ˡ⁾‖₂/Eq. 80": float(f5_ratio[net].max()),
+                            "‖b⁽¹⁾−b₀⁽¹⁾‖₂: random": float(nets["diff_random_1"][sel].max()),
+                            "ascent": best, "ascent·√m/R": best * math.sqrt(m) / r_asc,
+                            "max_{l<L} ratio to Eq. 87": float(np.nanmax(e87)) if np.any(np.isfinite(e87))
+                            else math.nan,
+                            "‖b₀⁽¹⁾‖∞": float(nets["inf_0"][sel].max()),
+                            "‖b⁽¹⁾‖∞ in the ball": float(nets["inf_ball"][sel].max()),
+                            "Eq. 86 term, first-layer point": float(nets["sigma_first"][sel].max())})
+    return show(out, caption=f"The backward vectors b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ at W₀ and on spheres of radius {settings.radii} "
+                f"(random points on each, the ascents on R = {r_asc:g}, the first-layer point on the largest): "
+                f"L ∈ {settings.depths}, m ∈ {settings.widths}, {settings.seeds} seed(s), largest over the seeds. "
+                "No ascent where β_σ = ∞ (ReLU).")
+
+
+def backward_vector_figure(rows: Mapping[str, np.ndarray], activation: str) -> Figure:
+    """Eq. 82 for one activation of :func:`backward_vectors_in_ball` (:func:`backward_vector_networks`): per
+    network, ‖b⁽¹⁾(W) − b₀⁽¹⁾‖₂ at the random points of the ascent's sphere (open markers) and at the ascent's end
+    point (filled), one colour per depth, log–log against the width, with the slopes −1/2 (through the ascent's
+    values) and −1 (through the random points') drawn.  Returns the figure.
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping.
+        ValueError: if it lacks a column or a row of ``activation``, or has no ascent for it.
+    """
+    nets = backward_vector_networks(rows, activation)
+    if not np.all(np.isfinite(nets["diff_1"])):
+        raise ValueError(f"rows: no ascent for {activation!r} (β_σ = ∞?)")
+    fig, ax = plotting.subplots(width=5.4, height=3.9)
+    w_all = np.unique(nets["width"]).astype(np.float64)
+    small = nets["width"] == w_all.min()
+    for L, color in zip(sorted({int(L) for L in nets["depth"]}), plotting.PALETTE, strict=False):
+        sel = nets["depth"] == L
+        ax.plot(nets["width"][sel], nets["diff_1"][sel], "o", color=color, label=f"ascent, L = {L}")
+        ax.plot(nets["width"][sel], nets["diff_random_1"][sel], "o", mfc="none", color=color,
+                label=f"random points, L = {L}")
+    grid = np.geomspace(w_all.min(), w_all.max(), 20)
+    for name, slope, style in (("diff_1", -0.5, ":"), ("diff_random_1", -1.0, "--")):
+        ax.plot(grid, float(np.median(nets[name][small])) * (grid / grid[0]) ** slope, style, color="0.4",
+                label=f"slope {slope:g}")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("width $m$")
+    plotting.label_ticks(ax, w_all)
+    ax.set_ylabel(r"$\|b^{(1)}(W)-b_0^{(1)}\|_2$")
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
 LEMMA_3_1_ORDERS: dict[str, str] = {"Q_inf": "decay", "Q_L": "constant", "Q_221": "constant", "blockwise": "decay"}
 """The order in the width of each quantity of Lemma 3.1 (Q_∞ = Õ(1/√m); Q_L, Q₂,₂,₁ = O(1), Eq. 23) and of the
 blockwise bound (shown, not asserted)."""
@@ -804,6 +1315,9 @@ def lemma_3_1_table(worst: Mapping[str, np.ndarray], depths: Sequence[int]) -> T
 
 
 __all__ = [
+    "ASCENT_RTOL",
+    "BACKWARD_ASCENT_STEPS",
+    "BALL_POINTS",
     "LAYER_NORM_EQUATIONS",
     "LEMMA_3_1_ORDERS",
     "PROP_3_1_FACTORS",
@@ -812,10 +1326,18 @@ __all__ = [
     "activation_tail_summary",
     "activation_tail_table",
     "activation_tails",
+    "ascend_backward_vector",
+    "backward_vector_figure",
+    "backward_vector_gradient",
+    "backward_vector_networks",
+    "backward_vector_table",
+    "backward_vectors",
+    "backward_vectors_in_ball",
     "block_bounds",
     "compression_check",
     "compression_table",
     "eq_17_terms",
+    "eq_85_87_bounds",
     "exceedance_counts",
     "hessian_bounds",
     "hidden_layer_norms",
@@ -823,7 +1345,7 @@ __all__ = [
     "hidden_layer_table",
     "layer_norm_groups",
     "lemma_3_1_table",
-    "lemma_f3_bounds",
+    "lemma_f5_bounds",
     "proposition_3_1",
     "proposition_3_1_figure",
     "proposition_3_1_fits_table",

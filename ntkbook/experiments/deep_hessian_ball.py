@@ -7,6 +7,9 @@ Theorems 3.2–3.3, Section 3.3.3, Remarks 3.4–3.5, Apps. F–G of Liu–Zhu�
   points, across widths; the path is :func:`gd_checkpoints` (the one training loop, a few iterates kept);
 * :func:`min_width_sweep` — Theorem 3.3: hidden layers of different widths, one layer narrowed at a time;
 * :func:`architecture_sweep` — the CNN of Eq. 90–93 (width = channels) and the ResNet of Eq. 97;
+  :func:`architecture_layer_norms` — the same networks layer by layer (Lemmas G.2–G.5 of App. G: the spectral norms
+  of the weights, every kernel slice W^[k] of Eq. 92 for the CNN, and the hidden-layer norms, at W₀ and on a
+  sphere ‖W − W₀‖ = R), with the bounds of :func:`hidden_norm_bounds`;
 * :func:`activation_sweep` — tanh, sigmoid, softplus; :func:`relu_versus_smooth` — ReLU, whose
   autodiff Hessian misses the Dirac masses of σ'' (:func:`segment_defect`).
 
@@ -16,7 +19,9 @@ All Hessian norms come from :func:`ntkbook.hessian_spectral_norm` with ``operato
 
 from __future__ import annotations
 
+import functools
 import math
+import numbers
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,6 +30,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 from matplotlib.figure import Figure
+from threadpoolctl import ThreadpoolController
 
 from .. import _validation as V
 from .. import plotting
@@ -32,12 +38,12 @@ from ..data import digits
 from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
 from ..hessian import ascend_hessian_norm, at_input, hessian_spectral_norm
-from ..hessian_compressed import kernel_at_input, single_input
+from ..hessian_compressed import base_pass, kernel_at_input, single_input
 from ..kernels import empirical_ntk
-from ..layer_norms import layer_factors
+from ..layer_norms import largest_singular_value, layer_factors, lemma_f3_bounds
 from ..models import mlp, shared_model
-from ..models.conv import conv_net
-from ..models.resnet import resnet
+from ..models.conv import ConvNet, conv_net
+from ..models.resnet import ResNet, resnet
 from ..progress import progress
 from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
 from ..random import fold_key
@@ -241,6 +247,25 @@ def min_width_sweep(settings: Thm33, key: Array) -> dict[str, np.ndarray]:
 # ---------------------------------------------------------------------------------------------
 
 
+def _architecture_pieces(settings: CnnResnet) -> list[tuple[str, int, int]]:
+    """(architecture, width, seed) of every network of :func:`architecture_sweep`, in its order."""
+    cases = [("cnn", m) for m in settings.cnn_widths] + [("resnet", m) for m in settings.resnet_widths]
+    return [(a, m, s) for a, m in cases for s in range(settings.seeds)]
+
+
+def _architecture_network(settings: CnnResnet, key: Array, arch: str, m: int,
+                          s: int) -> tuple[Array, Any, PyTree, Array]:
+    """``(network key, model, W₀, input)`` of one network of :func:`architecture_sweep` (float32, as drawn there):
+    the CNN of ``cnn_depth`` 3 × 3 layers on digit ``image``, or the ResNet on an input with ‖x‖ = √d."""
+    k = jax.random.fold_in(key, 1000 * s + m + (0 if arch == "cnn" else 500_000))
+    if arch == "cnn":
+        img = jnp.asarray(digits.image(settings.image))
+        model, p = conv_net(k, (m,) * settings.cnn_depth, spatial=img.shape, kernel_size=3)
+        return k, model, p, img
+    model, p = resnet(k, m, settings.resnet_depth, input_dim=settings.input_dim)
+    return k, model, p, unit_scale_input(jax.random.fold_in(key, 7), settings.input_dim)
+
+
 def architecture_sweep(settings: CnnResnet, key: Array) -> dict[str, np.ndarray]:
     """‖H‖ at W₀ and at one random point of the sphere ‖W − W₀‖ = ``radius`` for a CNN (``cnn_widths``
     channels, ``cnn_depth`` 3 × 3 convolutional layers on an 8 × 8 digit image) and a ResNet
@@ -249,20 +274,10 @@ def architecture_sweep(settings: CnnResnet, key: Array) -> dict[str, np.ndarray]
     Rows: ``architecture`` ("cnn"/"resnet"), ``width``, ``seed``, ``params`` (P), ``h0``, ``h_sphere``,
     ``kernel`` (K at W₀; ResNet only, NaN for the CNN), ``iterations``.
     """
-    img = jnp.asarray(digits.image(settings.image))
-    xr = unit_scale_input(jax.random.fold_in(key, 7), settings.input_dim)
     rows: dict[str, list] = {k: [] for k in ("architecture", "width", "seed", "params", "h0", "h_sphere", "kernel",
                                              "iterations")}
-    cases = [("cnn", m) for m in settings.cnn_widths] + [("resnet", m) for m in settings.resnet_widths]
-    pieces = [(a, m, s) for a, m in cases for s in range(settings.seeds)]
-    for arch, m, s in progress(pieces, desc="CNN/ResNet", total=len(pieces)):
-        k = jax.random.fold_in(key, 1000 * s + m + (0 if arch == "cnn" else 500_000))
-        if arch == "cnn":
-            model, p = conv_net(k, (m,) * settings.cnn_depth, spatial=img.shape, kernel_size=3)
-            x = img
-        else:
-            model, p = resnet(k, m, settings.resnet_depth, input_dim=settings.input_dim)
-            x = xr
+    for arch, m, s in progress(_architecture_pieces(settings), desc="CNN/ResNet"):
+        k, model, p, x = _architecture_network(settings, key, arch, m, s)
         h0 = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=settings.tol)
         q = _sphere_point(jax.random.fold_in(k, 3), p, float(settings.radius))
         h1 = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=settings.tol,
@@ -272,6 +287,229 @@ def architecture_sweep(settings: CnnResnet, key: Array) -> dict[str, np.ndarray]
         for k_, v in zip(rows, vals, strict=True):
             rows[k_].append(v)
     return {k: np.asarray(v) for k, v in rows.items()}
+
+
+# ---------------------------------------------------------------------------------------------
+# App. G layer by layer: the weights (Lemmas G.2, G.4) and hidden layers (Lemmas G.3, G.5) in the ball
+# ---------------------------------------------------------------------------------------------
+
+GAUSSIAN_C0 = 3.0
+"""c₀ of Lemma F.1's Gaussian-matrix argument, used for Lemmas G.2 and G.4: an m₁ × m₂ matrix of independent
+N(0, 1) entries has ‖W₀‖ ≤ √m₁ + √m₂ + t except with probability 2e^{−t²/2}; with m₁, m₂ ≤ m and t = √m,
+‖W₀‖ ≤ 3√m with probability at least 1 − 2e^{−m/2}."""
+
+APP_G_LEMMAS: dict[tuple[str, str], tuple[str, str]] = {
+    ("cnn", "weight"): ("Lemma G.2", "Eq. 94"), ("cnn", "hidden"): ("Lemma G.3", "Eq. 95"),
+    ("resnet", "weight"): ("Lemma G.4", "Eq. 98"), ("resnet", "hidden"): ("Lemma G.5", "Eq. 99")}
+"""(architecture, quantity) of :func:`architecture_layer_norms` → the lemma of App. G of Liu–Zhu–Belkin 2020
+(main-text numbers) it measures and the equation that states its order in m: weights in the ball (Lemmas G.2,
+G.4), hidden layers in the ball (Lemmas G.3, G.5)."""
+
+
+def kernel_slices(w: Any) -> np.ndarray:
+    """The matrices W^[k] of Eq. 92 of one convolutional layer, float64, shape (K, m_out, m_in).
+
+    ``w`` holds the filters of :func:`ntkbook.models.conv.conv`, shape ``(*kernel, m_in, m_out)``; the kernel
+    positions k are taken in C order (K = the product of the kernel sizes) and (W^[k])_{ij} = W_{k,i,j} with i an
+    output and j an input channel, so that W ∗ α = Σ_k W^[k] α^[k] with α^[k] the input shifted by position k.
+
+    Raises:
+        TypeError: if ``w`` is not a floating array.
+        ValueError: if it has fewer than 3 dimensions or non-finite entries.
+    """
+    w = V.numpy_array("w", w)
+    if w.ndim < 3:
+        raise ValueError(f"w must have shape (*kernel, m_in, m_out) with at least one kernel dimension, "
+                         f"got {w.shape}")
+    return np.swapaxes(w.reshape(-1, w.shape[-2], w.shape[-1]), 1, 2)
+
+
+@jax.jit
+def _conv_hidden(model: ConvNet, params: PyTree, x: Array) -> list[Array]:
+    """α⁽¹⁾, …, α⁽ᴸ⁾ of the CNN's forward pass (compiled once per network shape and dtype)."""
+    return model.forward(params, x).post[1:]
+
+
+def _spectral_norm(a: np.ndarray) -> float:
+    """‖a‖ (largest singular value) of a float64 matrix, through its smaller Gram matrix.
+
+    On one BLAS thread: these matrices are small (n ≤ a few thousand), and on a busy CPU (make test runs three
+    processes on two cores) a multi-threaded dense eigensolver of n = 512 was measured 50 times slower than a
+    single-threaded one, its threads waiting for each other."""
+    with _thread_pools().limit(limits=1, user_api="blas"):
+        return largest_singular_value(a if a.shape[1] <= a.shape[0] else a.T)
+
+
+def _float64_tree(tree: PyTree) -> PyTree:
+    """``tree`` with every leaf a float64 NumPy array (leaves that already are one are not copied)."""
+    return jax.tree_util.tree_map(lambda a: np.asarray(a, np.float64), tree)
+
+
+@functools.cache
+def _thread_pools() -> ThreadpoolController:
+    """The process's BLAS/OpenMP thread pools (found once: looking them up costs milliseconds)."""
+    return ThreadpoolController()
+
+
+def layer_norms_at(model: ConvNet | ResNet, params: PyTree, x: Any) -> dict[str, Any]:
+    """The quantities of Lemmas G.2–G.5 at one point ``params`` and one input ``x``, all in float64.
+
+    Args:
+        model: a :class:`~ntkbook.models.conv.ConvNet` (Eq. 90–93) or a :class:`~ntkbook.models.resnet.ResNet`
+            (Eq. 97), without a fixed output layer for the ResNet.
+        params: its parameters (any float dtype; cast to float64).
+        x: one input — an image of shape ``model.spatial`` (+ channels) for the CNN, a vector (d,) for the ResNet.
+
+    Returns:
+        ``weights``: one float64 array per weight layer of spectral norms — CNN: layers 1..L, each (K,) with
+        ‖W^[k]‖ of every kernel slice (:func:`kernel_slices`; m × m for l ≥ 2, m × c at the input layer);
+        ResNet: layers 1..L+1 (``v`` last, as W⁽ᴸ⁺¹⁾ in Lemma G.4), each (1,) with ‖W⁽ˡ⁾‖.
+        ``hidden``: (L,) ‖α⁽ˡ⁾‖ — the Frobenius norm of the Q × m image for the CNN (Eq. 95), from the model's
+        forward pass in float64; the 2-norm for the ResNet (Eq. 99), from the float64 NumPy pass
+        :func:`ntkbook.hessian_compressed.base_pass`.
+
+    Raises:
+        TypeError: if ``model`` is neither a ConvNet nor a ResNet, or ``params``/``x`` are not floating arrays.
+        ValueError: if the ResNet's output layer is fixed, or ``x`` has the wrong shape.
+    """
+    if not isinstance(model, (ConvNet, ResNet)):
+        raise TypeError(f"model must be a ConvNet or a ResNet, got {type(model).__name__}")
+    V.pytree_of_arrays("params", params)
+    x64 = V.numpy_array("x", x)
+    p64 = _float64_tree(params)
+    if isinstance(model, ResNet):
+        if model.fixed_v is not None:
+            raise ValueError("model: Lemma G.4 includes the output layer v; use a ResNet with a trained v")
+        weights = [np.array([_spectral_norm(layer["W"])]) for layer in p64["layers"]] + [
+            np.array([_spectral_norm(p64["v"])])]
+        with jax.enable_x64(True):
+            bp = base_pass(model, p64, x64)
+        hidden = [*bp.inputs[1:], bp.last]
+    else:
+        weights = [np.array([_spectral_norm(s) for s in kernel_slices(layer["W"])]) for layer in p64["layers"]]
+        with jax.enable_x64(True):
+            hidden = _conv_hidden(model, jax.tree_util.tree_map(jnp.asarray, p64), jnp.asarray(x64)[None])
+    return {"weights": weights, "hidden": np.array([float(np.linalg.norm(np.asarray(a))) for a in hidden])}
+
+
+def hidden_norm_bounds(architecture: str, depth: int, width: int, c0: float, radius: float, lipschitz: float,
+                       c_x: float, sigma0: float, *, kernel_positions: int = 1,
+                       pixels: int = 1) -> dict[str, np.ndarray]:
+    """Bounds on ‖α⁽ˡ⁾(W)‖, l = 1..``depth``, for ‖W − W₀‖ ≤ R, ‖W₀ slice‖ ≤ c₀√m and ``|x_i| ≤ C_x``, shape (depth,).
+
+    Every bound is the recursion of :func:`~ntkbook.layer_norms.lemma_f3_bounds` (the corrected one), B₁ = a·C_x + o,
+    B_l = s·B_{l−1} + o, from ‖σ(z)‖ ≤ 𝖫_σ‖z‖ + √n|σ(0)| for z ∈ ℝⁿ
+    and ‖W⁽ˡ⁾‖ ≤ ‖W₀⁽ˡ⁾‖ + ‖W⁽ˡ⁾ − W₀⁽ˡ⁾‖_F ≤ c₀√m + R, with q = c₀ + R/√m:
+
+    * ``fc`` — Lemma F.3 with the fully connected constants (Eq. 66 with the factor √m on the σ(0) sum, the
+      correction of chapter 3): a = 𝖫_σq√m, s = 𝖫_σq, o = √m|σ(0)|;
+    * ``derived`` for ``architecture="cnn"`` (Lemma G.3; the book's CNN divides by the fan-in √(K m_{l−1})): the
+      K kernel slices enter through Lemma G.1, ‖Σ_k W^[k]α^[k]‖_F ≤ Σ_k ‖W^[k]‖‖α‖_F ≤ (Kc₀√m + √K R)‖α‖_F,
+      and the Q × m image has √(Qm) entries: with q_K = √K c₀ + R/√m, a = 𝖫_σq_K√(Qm), s = 𝖫_σq_K,
+      o = √(Qm)|σ(0)| (for the input layer ‖x‖_F ≤ √(Qc) C_x with c input channels);
+    * ``derived`` for ``architecture="resnet"`` (Lemma G.5): α⁽ˡ⁾ = σ(α̃⁽ˡ⁾) + α⁽ˡ⁻¹⁾ adds the skip term, so
+      s = 1 + 𝖫_σq (layer 1 has no skip: a = 𝖫_σq√m, o = √m|σ(0)|).
+
+    Args:
+        architecture: ``"cnn"`` or ``"resnet"``.
+        depth, width: L and m.
+        c0, radius, lipschitz, c_x, sigma0: c₀, R ≥ 0, 𝖫_σ, C_x and σ(0).
+        kernel_positions, pixels: K and Q (CNN only; 1 for the ResNet).
+
+    Returns:
+        ``{"fc": (depth,), "derived": (depth,)}``.
+
+    Raises:
+        TypeError / ValueError: for an unknown architecture, non-positive sizes or constants, or K, Q ≠ 1 for
+        the ResNet.
+    """
+    architecture = V.choice("architecture", architecture, ARCHITECTURES)
+    depth, width = V.positive_int("depth", depth), V.positive_int("width", width)
+    kk, qq = V.positive_int("kernel_positions", kernel_positions), V.positive_int("pixels", pixels)
+    if architecture == "resnet" and (kk, qq) != (1, 1):
+        raise ValueError(f"kernel_positions and pixels are CNN sizes; the ResNet needs 1 and 1, got {kk} and {qq}")
+    c0, radius = V.positive_float("c0", c0), V.positive_float("radius", radius, allow_zero=True)
+    lip, c_x = V.positive_float("lipschitz", lipschitz), V.positive_float("c_x", c_x, allow_zero=True)
+    if isinstance(sigma0, bool) or not isinstance(sigma0, numbers.Real):
+        raise TypeError(f"sigma0 must be a real number, got {sigma0!r} of type {type(sigma0).__name__}")
+    if not math.isfinite(sigma0):
+        raise ValueError(f"sigma0 must be finite, got {sigma0}")
+    fc = lemma_f3_bounds(depth, width, c0, radius, lip, c_x, sigma0)["corrected"]
+    if architecture == "cnn":
+        rk, rq = math.sqrt(kk), math.sqrt(qq)
+        derived = lemma_f3_bounds(depth, width, rk * c0, radius, lip, rq * c_x, rq * sigma0)["corrected"]
+    else:
+        derived = lemma_f3_bounds(depth, width, c0, radius, lip, c_x, sigma0, skip=True)["corrected"]
+    return {"fc": fc, "derived": derived}
+
+
+def architecture_layer_norms(settings: CnnResnet, key: Array, *, sphere_points: int = 2) -> dict[str, np.ndarray]:
+    """Lemmas G.2–G.5 layer by layer for the networks of :func:`architecture_sweep` (same ``settings``, ``key``,
+    widths, seeds and initializations W₀), at W₀ and at ``sphere_points`` random points of the sphere
+    ‖W − W₀‖ = ``radius`` (the first is the point where :func:`architecture_sweep` measures ‖H‖; drawn in
+    float32 like W₀, so the distance ``radius`` recorded is the float64 ‖W − W₀‖, R up to float32 rounding).
+
+    Per network: c₀ = the largest ‖W₀ slice‖/√m (CNN: every kernel slice of every layer; ResNet: W⁽¹⁾..W⁽ᴸ⁾
+    and v), so Assumption F.1 holds exactly; ``C_x = max_i |x_i|``; 𝖫_σ and σ(0) of the model's activation.  One
+    row per (network, point, quantity, layer, slice) for the section's input (``input`` = "x": the digit image /
+    the vector with ‖x‖ = √d); for the CNN also the hidden layers at W₀ for the constant image x = 𝟙
+    (``input`` = "ones", C_x = 1).
+
+    Returns equal-length arrays: ``architecture``, ``input``, ``width``, ``seed``, ``point`` (0 = W₀),
+    ``radius`` (0 at W₀), ``quantity`` ("weight" | "hidden"), ``layer`` (1-based; the ResNet's v is layer L+1),
+    ``slice`` (kernel position k, 0-based; 0 for the ResNet and for hidden layers), ``norm`` (‖W^[k]‖, ‖W⁽ˡ⁾‖ or
+    ‖α⁽ˡ⁾‖), ``scaled`` (norm/√m), ``bound`` (weights: c₀√m + r with :data:`GAUSSIAN_C0`; hidden layers: the
+    ``derived`` bound of :func:`hidden_norm_bounds`), ``fc`` (hidden layers: Lemma F.3 with the fully connected
+    constants; NaN for weights), ``c0``, ``c_x``.
+    """
+    V.instance("settings", settings, CnnResnet)
+    sphere_points = V.positive_int("sphere_points", sphere_points, minimum=0)
+    r = float(settings.radius)
+    if r <= 0:
+        raise ValueError(f"settings.radius must be > 0, got {r}")
+    cols = ("architecture", "input", "width", "seed", "point", "radius", "quantity", "layer", "slice", "norm",
+            "scaled", "bound", "fc", "c0", "c_x")
+    rows: dict[str, list] = {k: [] for k in cols}
+
+    def add(**values: Any) -> None:
+        for k_ in cols:
+            rows[k_].append(values[k_])
+
+    for arch, m, s in progress(_architecture_pieces(settings), desc="App. G layer norms"):
+        k, model, p0, x = _architecture_network(settings, key, arch, m, s)
+        act = model.activations[0]
+        lip, sigma0 = float(act.lipschitz), float(act.numpy(np.zeros(1))[0])
+        sizes = {"kernel_positions": math.prod(model.kernel_size), "pixels": model.pixels} if arch == "cnn" else {}
+        points = [(0.0, _float64_tree(p0))]
+        for i in range(sphere_points):  # i = 0: the sphere point of architecture_sweep
+            p = _float64_tree(_sphere_point(jax.random.fold_in(k, 3) if i == 0 else fold_key(k, "lemma-g", i),
+                                            p0, r))
+            dist = math.sqrt(sum(float(np.sum((a - b) ** 2)) for a, b in zip(
+                jax.tree_util.tree_leaves(p), jax.tree_util.tree_leaves(points[0][1]), strict=True)))
+            points.append((dist, p))
+        inputs = [("x", np.asarray(x, np.float64))] + ([("ones", np.ones(x.shape))] if arch == "cnn" else [])
+        c0 = None
+        for j, (radius, p) in enumerate(points):
+            for name, xi in inputs:
+                if name == "ones" and j > 0:
+                    continue
+                got = layer_norms_at(model, p, xi)
+                if c0 is None:  # at W₀: the constant of Assumption F.1 for this network
+                    c0 = max(float(w.max()) for w in got["weights"]) / math.sqrt(m)
+                c_x = float(np.max(np.abs(xi)))
+                base = {"architecture": arch, "input": name, "width": m, "seed": s, "point": j, "radius": radius,
+                        "c0": c0, "c_x": c_x}
+                if name == "x":
+                    for layer, norms in enumerate(got["weights"], start=1):
+                        for sl, val in enumerate(norms):
+                            add(**base, quantity="weight", layer=layer, slice=sl, norm=float(val),
+                                scaled=float(val) / math.sqrt(m), bound=GAUSSIAN_C0 * math.sqrt(m) + radius, fc=np.nan)
+                bnd = hidden_norm_bounds(arch, model.depth, m, c0, radius, lip, c_x, sigma0, **sizes)
+                for layer, val in enumerate(got["hidden"], start=1):
+                    add(**base, quantity="hidden", layer=layer, slice=0, norm=float(val),
+                        scaled=float(val) / math.sqrt(m), bound=float(bnd["derived"][layer - 1]),
+                        fc=float(bnd["fc"][layer - 1]))
+    return {k_: np.asarray(v) for k_, v in rows.items()}
 
 
 def activation_sweep(settings: Activations3, key: Array) -> dict[str, np.ndarray]:
@@ -590,6 +828,112 @@ def architecture_figure(arch: Mapping[str, np.ndarray]) -> Figure:
     return fig
 
 
+LAYER_NORM_COLUMNS = ("architecture", "input", "width", "seed", "point", "quantity", "layer", "norm", "scaled",
+                      "bound", "fc")
+"""The columns of :func:`architecture_layer_norms` that the tables and groupings below read."""
+
+
+def layer_norm_groups(rows: Mapping[str, np.ndarray]) -> list[tuple[str, str, int]]:
+    """(architecture, quantity, layer) of every layer measured by :func:`architecture_layer_norms`, in the order
+    CNN before ResNet, weights before hidden layers, layers increasing.
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping.
+        ValueError: if it lacks a column of :func:`architecture_layer_norms`.
+    """
+    V.mapping("rows", rows, LAYER_NORM_COLUMNS)
+    out = []
+    for a in ARCHITECTURES:
+        for q in ("weight", "hidden"):
+            sel = (rows["architecture"] == a) & (rows["quantity"] == q)
+            out += [(a, q, int(layer)) for layer in np.unique(rows["layer"][sel])]
+    return out
+
+
+def layer_norm_series(rows: Mapping[str, np.ndarray], architecture: str, quantity: str,
+                      layer: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(width, value)``, each of shape (networks,), for one layer of :func:`architecture_layer_norms`: value =
+    the largest ``scaled`` norm (‖W^[k]‖/√m, ‖W⁽ˡ⁾‖/√m or ‖α⁽ˡ⁾‖/√m) of a network over W₀, the sphere points and
+    (CNN weights) the kernel slices, for the section's input — the quantity whose order in m Lemmas G.2–G.5
+    state.
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping.
+        ValueError: if it lacks a column, or no row matches ``architecture``, ``quantity`` and ``layer``.
+    """
+    V.mapping("rows", rows, LAYER_NORM_COLUMNS)
+    architecture = V.choice("architecture", architecture, ARCHITECTURES)
+    quantity = V.choice("quantity", quantity, ("weight", "hidden"))
+    layer = V.positive_int("layer", layer)
+    sel = (rows["architecture"] == architecture) & (rows["quantity"] == quantity) & (rows["layer"] == layer) & (
+        rows["input"] == "x")
+    if not sel.any():
+        raise ValueError(f"no rows for architecture={architecture!r}, quantity={quantity!r}, layer={layer}")
+    nets = sorted({(int(m), int(s)) for m, s in zip(rows["width"][sel], rows["seed"][sel], strict=True)})
+    vals = [float(rows["scaled"][sel & (rows["width"] == m) & (rows["seed"] == s)].max()) for m, s in nets]
+    return np.asarray([m for m, _ in nets], dtype=np.float64), np.asarray(vals)
+
+
+def layer_norm_name(architecture: str, quantity: str, layer: int, depth: int) -> str:
+    """How the tables and claims of :func:`architecture_layer_norms` name one layer's quantity, e.g.
+    ``"max_k ‖W^[k]‖/√m, layer 2"`` (CNN weights), ``"‖v‖/√m"`` (the ResNet's layer ``depth`` + 1),
+    ``"‖α⁽²⁾‖_F/√m"`` (CNN hidden layer).
+
+    Raises:
+        TypeError / ValueError: for an unknown architecture or quantity, or a layer outside 1..depth(+1).
+    """
+    architecture = V.choice("architecture", architecture, ARCHITECTURES)
+    quantity = V.choice("quantity", quantity, ("weight", "hidden"))
+    depth = V.positive_int("depth", depth)
+    top = depth + 1 if (architecture, quantity) == ("resnet", "weight") else depth
+    layer = V.positive_int("layer", layer)
+    if layer > top:
+        raise ValueError(f"layer must be in 1..{top}, got {layer}")
+    sup = str(layer).translate(str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹"))
+    if quantity == "hidden":
+        return f"‖α⁽{sup}⁾‖{'_F' if architecture == 'cnn' else ''}/√m"
+    if architecture == "cnn":
+        return f"max_k ‖W^[k]‖/√m, layer {layer}"
+    return "‖v‖/√m" if layer == depth + 1 else f"‖W⁽{sup}⁾‖/√m"
+
+
+def layer_norms_table(rows: Mapping[str, np.ndarray], architecture: str) -> Table:
+    """One row per layer of one architecture of :func:`architecture_layer_norms` (weights, then hidden layers):
+    the largest scaled norm at each width (over seeds, W₀, the sphere points and kernel slices; the section's
+    input), its fitted exponent in m (:func:`ntkbook.tables.fit_cells` of :func:`layer_norm_series`; NaN for a
+    single width), the largest
+    ratio norm/bound (weights: c₀√m + R with c₀ = 3; hidden layers: the architecture's bound of
+    :func:`hidden_norm_bounds`) and, for hidden layers, the largest ratio to Lemma F.3's bound with the fully
+    connected constants (> 1: that bound fails).
+
+    Raises:
+        TypeError: if ``rows`` is not a mapping.
+        ValueError: if it lacks a column, or ``architecture`` is unknown or has no rows.
+    """
+    architecture = V.choice("architecture", architecture, ARCHITECTURES)
+    V.mapping("rows", rows, LAYER_NORM_COLUMNS)
+    arch = (rows["architecture"] == architecture) & (rows["input"] == "x")
+    if not arch.any():
+        raise ValueError(f"rows holds no network of architecture {architecture!r}")
+    depth = int(rows["layer"][arch & (rows["quantity"] == "hidden")].max())
+    widths = np.unique(rows["width"][arch]).astype(int)
+    out = []
+    for a, q, layer in layer_norm_groups(rows):
+        if a != architecture:
+            continue
+        m, y = layer_norm_series(rows, a, q, layer)
+        sel = arch & (rows["quantity"] == q) & (rows["layer"] == layer)
+        ratio = rows["norm"][sel] / rows["bound"][sel]
+        fc = float(np.max(rows["norm"][sel] / rows["fc"][sel])) if q == "hidden" else math.nan
+        out.append({"quantity": layer_norm_name(a, q, layer, depth),
+                    **{f"m={w}": float(y[m == w].max()) for w in widths},
+                    **(fit_cells(m, y) if widths.size > 1 else {"fitted exponent": math.nan, "95% CI": "—"}),
+                    "max norm/bound": float(ratio.max()), "max norm/FC bound": fc})
+    return show(out, caption=f"{ARCHITECTURES[architecture]}: the largest scaled norm per width (over seeds, W0, the "
+                "sphere points and kernel slices), its log–log slope in m, and the largest ratios to the bound of "
+                "its lemma and (hidden layers) to Lemma F.3's bound with the fully connected constants.")
+
+
 def activation_hessian(acts: Mapping[str, np.ndarray]) -> np.ndarray:
     """max(‖H(W₀)‖, the ascent's best ‖H‖ in the ball) per run of :func:`activation_sweep`, shape (runs,):
     the quantity whose decay in the width Thm 3.2 predicts for every smooth activation.
@@ -638,12 +982,16 @@ def relu_table(relu: Mapping[str, np.ndarray], settings: Relu3) -> Table:
 
 
 __all__ = [
+    "APP_G_LEMMAS",
     "ARCHITECTURES",
+    "GAUSSIAN_C0",
+    "LAYER_NORM_COLUMNS",
     "activation_hessian",
     "activation_sweep",
     "activation_table",
     "architecture_figure",
     "architecture_hessian",
+    "architecture_layer_norms",
     "architecture_sweep",
     "architecture_table",
     "ball_figure",
@@ -654,6 +1002,13 @@ __all__ = [
     "ball_table",
     "excess_figure",
     "gd_checkpoints",
+    "hidden_norm_bounds",
+    "kernel_slices",
+    "layer_norm_groups",
+    "layer_norm_name",
+    "layer_norm_series",
+    "layer_norms_at",
+    "layer_norms_table",
     "min_width_figure",
     "min_width_sweep",
     "min_width_table",
