@@ -35,6 +35,9 @@ LAX_LOOPS: dict[tuple[str, str], str] = {
     ("ntkbook.experiments.assembly", "_ascend_norm"):
         "normalized gradient *ascent* of the Hessian norm over the ball of outer weights (β of a family), "
         "no training loss",
+    ("ntkbook.experiments.orthogonality", "_profile_body"):
+        "evaluation of the neuron gradients' norms and σ_max at the grid points of a segment (a scan over the "
+        "points, Lanczos warm-started along it; Theorem 4 and App. D of Liu–Zhu–Belkin 2022), no training loss",
 }
 """(module, top-level function) → why this ``lax`` loop is not a second training loop."""
 

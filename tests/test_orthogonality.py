@@ -173,6 +173,20 @@ def test_quadratic_and_densenet_pieces():
     flat = jnp.concatenate([j.reshape(8, -1) for j in jax.tree_util.tree_leaves(jac)], axis=1)
     ref = np.linalg.eigvalsh(np.asarray(flat @ flat.T, np.float64)).max()
     assert quad["gram_norm"][0] == pytest.approx(ref, rel=1e-4)
+    # β over the segment includes θ₀; Eq. 36 with √C on the segment is at least twice the cross term's maximum
+    # (σ_max at θ₀ by power iteration, Lemma 3's column by a dense eigensolver)
+    assert quad["beta_segment"][0] >= quad["beta"][0] * (1 - 1e-6) and quad["segment_resolution"][0] >= 0
+    np.testing.assert_allclose(quad["bound_segment"], np.asarray(quad["bound"]) * np.asarray(quad["beta_segment"])
+                               / np.asarray(quad["beta"]), rtol=1e-6)
+    assert quad["cross_term_max"][0] == pytest.approx(GEOMETRY.radius**2 * math.sqrt(ref) / (2 * math.sqrt(8)),
+                                                      rel=1e-4)
+    assert 2 * quad["cross_term_max"][0] <= quad["eq_36"][0] * (1 + 1e-6) and 0 < quad["cross_term"][0]
+    # the piece's fused program gives what the public functions give
+    cross = eo.cross_term(model, params, x[0], 2, GEOMETRY.radius)
+    assert quad["cross_term_max"][0] == pytest.approx(cross.maximum, rel=1e-5)
+    assert quad["cross_term"][0] == pytest.approx(abs(cross.mixed), rel=1e-5)
+    prof = eo.segment_profile(model, params, x[0], cross.delta_theta, 2)
+    assert quad["eq_36"][0] == pytest.approx(GEOMETRY.radius**2 * math.sqrt(prof.gram_norm.max() / 8), rel=1e-5)
     hess = eo.densenet_hessian_piece({"width": 8, "run": 0}, DENSENET)
     assert hess["hessian_norm"] > 0 and hess["residual"] < 1e-2
 
@@ -191,6 +205,134 @@ def test_worst_remainder_of_a_quadratic():
     worst, delta = eo.worst_remainder(fn, w0, (1.0,), res, 2.0, jax.random.key(0), 5)
     assert worst == pytest.approx(0.5 * 4.0 * 3.0, rel=1e-6)
     np.testing.assert_allclose(np.abs(np.asarray(delta)), [2.0, 0.0, 0.0], atol=1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4's β over the segment, Appendix D's cross term
+# ---------------------------------------------------------------------------------------------
+
+
+def _dense_jacobian(fn, tree):
+    """The full Jacobian (k, p) of a vector function of a pytree, by autodiff (jacrev), flattened."""
+    jac = jax.jit(jax.jacrev(fn))(tree)
+    leaves = jax.tree_util.tree_leaves(jac)
+    return np.concatenate([np.asarray(t).reshape(t.shape[0], -1) for t in leaves], axis=1)
+
+
+def _shifted_pre(model, params, delta, x, layer, t):
+    p = {**params, "layers": [jax.tree_util.tree_map(lambda a, d: a + t * d, lay, dl)
+                              for lay, dl in zip(params["layers"], delta)] + params["layers"][len(delta):]}
+    return model.forward(p, x[None]).pre[layer - 1][0]
+
+
+def _tiny_network(dtype=jnp.float64):
+    model, params = mlp(jax.random.key(4), (5, 6, 4), input_dim=3, dtype=dtype)
+    x = jnp.asarray(np.random.default_rng(5).normal(size=3), dtype)
+    return model, params, x
+
+
+@pytest.mark.parametrize("layer, moved", [(2, 2), (3, 3), (2, 3)])
+def test_segment_profile_against_dense_jacobians(x64, layer, moved):
+    """maxᵢ‖∇α̃ᵢ⁽ˡ⁾‖² and σ_max(∇α⁽ˡ⁾)² along θ₀ + tΔ equal those of the full autodiff Jacobians (per-neuron
+    gradient norms, SVD) at every grid point."""
+    model, params, x = _tiny_network()
+    keys = jax.random.split(jax.random.key(6), moved)
+    delta = tuple(jax.tree_util.tree_map(lambda a, k=k: jax.random.normal(k, a.shape, a.dtype), params["layers"][i])
+                  for i, k in enumerate(keys))
+    prof = eo.segment_profile(model, params, x, delta, layer, points=5)
+    np.testing.assert_allclose(prof.t, [0.0, 0.25, 0.5, 0.75, 1.0])
+
+    @jax.jit
+    def jacobians(t):  # of the pre- and post-activations of the layer at θ₀ + tΔ, all parameters
+        p = {**params, "layers": [jax.tree_util.tree_map(lambda a, d: a + t * d, lay, dl)
+                                  for lay, dl in zip(params["layers"], delta)] + params["layers"][moved:]}
+        return jax.jacrev(lambda q: model.forward(q, x[None]).pre[layer - 1][0])(p)
+
+    for k, t in enumerate(prof.t):
+        leaves = jax.tree_util.tree_leaves(jacobians(t))
+        pre = np.concatenate([np.asarray(j).reshape(j.shape[0], -1) for j in leaves], axis=1)
+        z = np.asarray(_shifted_pre(model, params, delta, x, layer, t))
+        post = (1 - np.tanh(z) ** 2)[:, None] * pre  # ∇αᵢ = σ'(α̃ᵢ)∇α̃ᵢ
+        assert prof.max_sq_grad_norm[k] == pytest.approx(np.max(np.sum(pre**2, axis=1)), rel=1e-10)
+        assert prof.gram_norm[k] == pytest.approx(np.linalg.svd(post, compute_uv=False)[0] ** 2, rel=1e-10)
+
+
+def test_segment_profile_and_grid_resolution_validation():
+    model, params, x = _tiny_network(jnp.float32)
+    delta = tuple(params["layers"][:2])
+    assert eo.grid_resolution([1.0, 2.0, 1.5]) == pytest.approx(1.0)  # |2 − 1|/1 > |1.5 − 2|/1.5
+    assert eo.grid_resolution([-2.0, -2.2]) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="at least two"):
+        eo.grid_resolution([1.0])
+    with pytest.raises(ValueError, match="non-zero"):
+        eo.grid_resolution([1.0, 0.0])
+    with pytest.raises(TypeError, match="model must be an MLP"):
+        eo.segment_profile(object(), params, x, delta, 2)
+    with pytest.raises(ValueError, match="x must have 1 dimensions"):
+        eo.segment_profile(model, params, x[None], delta, 2)
+    with pytest.raises(ValueError, match=r"layer must lie in 1\.\.3"):
+        eo.segment_profile(model, params, x, delta, 4)
+    with pytest.raises(ValueError, match=r"delta must displace layers 1\.\.k"):
+        eo.segment_profile(model, params, x, delta, 3)
+    with pytest.raises(TypeError, match="delta must be a non-empty tuple"):
+        eo.segment_profile(model, params, x, params["layers"][0]["W"], 2)
+    with pytest.raises(ValueError, match="structure and shapes"):
+        eo.segment_profile(model, params, x, (params["layers"][1], params["layers"][0]), 2)
+    with pytest.raises(ValueError, match="points must be an integer >= 2"):
+        eo.segment_profile(model, params, x, delta, 2, points=1)
+
+
+def test_cross_term_against_brute_force_maximization(x64):
+    """max of |Δwᵀ∇α⁽ˡ⁾(θ₀)Δθ|/√m over ‖Δw‖² + ‖Δθ‖² = R²: the closed form R²σ_max/(2√m) against a multi-start
+    BFGS maximization on the sphere with the dense autodiff Jacobian; the added remainder against NumPy forward
+    passes."""
+    import scipy.optimize
+
+    model, params, x = _tiny_network()
+    radius, layer = 1.5, 2
+    m = model.widths[layer - 1]
+    moving = tuple(params["layers"][:layer])
+
+    def post(mv):
+        return jnp.tanh(model.forward({**params, "layers": list(mv) + params["layers"][layer:]}, x[None])
+                        .pre[layer - 1][0])
+
+    a = _dense_jacobian(post, moving)  # (m, p)
+
+    def neg(z):  # −𝒞 at R·z/‖z‖ and its gradient in z
+        n2, bil = z @ z, z[:m] @ a @ z[m:]
+        grad = np.concatenate([a @ z[m:], z[:m] @ a])
+        return -radius**2 * bil / (n2 * math.sqrt(m)), -radius**2 * (grad / n2 - 2 * bil * z / n2**2) / math.sqrt(m)
+
+    rng = np.random.default_rng(7)
+    brute = max(-scipy.optimize.minimize(neg, rng.normal(size=m + a.shape[1]), jac=True, method="BFGS",
+                                         options={"gtol": 1e-10}).fun for _ in range(8))
+    cross = eo.cross_term(model, params, x, layer, radius)
+    assert cross.maximum == pytest.approx(brute, rel=1e-8)
+    assert cross.sigma_max == pytest.approx(np.linalg.svd(a, compute_uv=False)[0], rel=1e-10)
+    dtheta = np.concatenate([np.ravel(t) for t in jax.tree_util.tree_leaves(cross.delta_theta)])
+    assert np.linalg.norm(dtheta) == pytest.approx(radius / math.sqrt(2), rel=1e-12)
+    assert np.linalg.norm(cross.delta_w) == pytest.approx(radius / math.sqrt(2), rel=1e-12)
+    # the linear part of the remainder at (Δw, Δθ) ... and the exact added remainder, from NumPy forward passes
+    w1, w2 = (np.asarray(lay["W"]) for lay in params["layers"][:2])
+    d1, d2 = (np.asarray(lay["W"]) for lay in cross.delta_theta)
+
+    def alpha2(w1, w2):
+        h = np.tanh(w1 @ np.asarray(x) / math.sqrt(3))
+        return np.tanh(w2 @ h / math.sqrt(5))
+
+    added = cross.delta_w @ (alpha2(w1 + d1, w2 + d2) - alpha2(w1, w2)) / math.sqrt(m)
+    assert cross.mixed == pytest.approx(added, rel=1e-10)
+    assert abs(cross.mixed) <= cross.maximum * (1 + 0.5)  # same order at R = 1.5
+    # R → 0: the added remainder is the cross term at θ₀, 𝒞 = maximum·(1 + O(R))
+    small = eo.cross_term(model, params, x, layer, 1e-4)
+    assert small.mixed == pytest.approx(small.maximum, rel=1e-3)
+    assert eo.cross_term(model, params, x, layer, radius, gram=eo.neuron_gradient_grams(
+        model, params, x[None], layers=(2,))[0][0]).maximum == pytest.approx(cross.maximum, rel=1e-12)
+    with pytest.raises(ValueError, match="radius must be a finite number > 0"):
+        eo.cross_term(model, params, x, layer, 0.0)
+    with pytest.raises(ValueError, match=r"gram must be the \(6, 6\) Gram matrix"):
+        eo.cross_term(model, params, x, layer, radius, gram=np.eye(5))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,9 @@ DenseNet of Eq. (37) (:mod:`ntkbook.models.densenet`):
 * :func:`turn_piece` — Theorem 2: how far the gradient direction of a post-activation neuron turns within the
   ball B(θ₀, R);
 * :func:`quadratic_term_piece` — Theorem 4: the worst-case quadratic term of a next-layer pre-activation
-  (and of the output) with the next layer's weights fixed, against βR² max|w|/(2√m_l);
+  (and of the output) with the next layer's weights fixed, against βR² max|w|/(2√m_l), with β at θ₀ and over
+  the segment [θ₀, θ₀ + Δ] on which the remainder's ξ lies (:func:`segment_profile`, :func:`grid_resolution`),
+  and Appendix D's cross term when those weights move too (:func:`cross_term`, Eq. 36);
 * :func:`densenet_hessian_piece` — the output Hessian norm of the DenseNet across widths.
 
 Structure of the gradients.  Each weight matrix W⁽ˡ'⁾ enters only through z⁽ˡ'⁾ = W⁽ˡ'⁾c/√fan-in (c the
@@ -31,7 +33,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -42,7 +44,7 @@ from .. import plotting
 from ..activations import get_activation
 from ..data import digits as digits_data
 from ..data import gaussian as gaussian_data
-from ..eigen import lambda_max
+from ..eigen import lambda_max, lanczos_fixed
 from ..hessian import hessian_spectral_norm, hvp
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, shared_model
@@ -618,7 +620,8 @@ def turn_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> dict[str, 
 # ---------------------------------------------------------------------------------------------
 
 QUADRATIC_FIELDS = ("target_layer", "width", "run", "worst", "hessian_term", "beta", "max_w", "bound", "frame",
-                    "bound_with_frame", "rank_one_share", "gram_norm")
+                    "bound_with_frame", "rank_one_share", "gram_norm", "beta_segment", "bound_segment",
+                    "segment_resolution", "cross_term", "cross_term_max", "eq_36", "eq_36_resolution")
 """The columns of :func:`quadratic_term_piece` and :func:`quadratic_term_sweep`."""
 
 
@@ -677,7 +680,15 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> 
     * ``gram_norm`` — Lemma 3's ‖∇α⁽ˡ⁾(∇α⁽ˡ⁾)ᵀ‖ for the post-activations of layer l (all m_l neurons),
       λ_max of D G⁽ˡ⁾ D with D = diag σ'(α̃⁽ˡ⁾) (dense symmetric eigenvalue of an m_l × m_l matrix);
     * ``rank_one_share`` — at the worst Δ, the part of the second-order term ½ΔᵀH_T(θ₀)Δ that comes from the
-      rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps.
+      rank-one terms (1/√m)Σᵢ wᵢσ''(α̃ᵢ)(∇α̃ᵢᵀΔ)²/2 the proof keeps;
+    * ``beta_segment`` — the β the proof needs at the worst Δ: β_σ·max over the segment [θ₀, θ₀ + Δ] of
+      maxᵢ‖∇α̃ᵢ⁽ˡ⁾‖², on the grid of :func:`segment_profile`; ``bound_segment`` — Eq. 19 (R²) with it;
+      ``segment_resolution`` — :func:`grid_resolution` of the grid values;
+    * Appendix D, w⁽ˡ⁺¹⁾ moving too (:func:`cross_term`): ``cross_term`` — the remainder that moving w adds,
+      (1/√m)Δwᵀ(α⁽ˡ⁾(θ₀ + Δθ) − α⁽ˡ⁾(θ₀)), at the maximizer of the cross term at θ₀; ``cross_term_max`` — that
+      maximum, R²σ_max(∇α⁽ˡ⁾(θ₀))/(2√m_l); ``eq_36`` — Eq. (36)'s R²√C/√m_l with √C the largest
+      σ_max(∇α⁽ˡ⁾(ξ)) on the grid of the segment [θ₀, θ₀ + Δθ] and ``eq_36_resolution`` the grid resolution
+      of those σ_max.
     """
     radius = float(settings.radius)
     beta_sigma = get_activation("tanh").smoothness
@@ -707,10 +718,23 @@ def quadratic_term_piece(piece: Mapping[str, Any], settings: NeuronGeometry) -> 
         frame = float(frame_constant(g))
         dsig = model.activations[lay - 1].derivative(model.forward(params, x0[None]).pre[lay - 1][0])
         gram_norm = float(lambda_max(g * dsig[:, None] * dsig[None, :]))
+        # segment_profile(…, best_delta, lay), cross_term(…, lay, radius, gram=g) and segment_profile along its
+        # Δθ, in one compiled program
+        (sq, _), (lam0, _, _, mixed), (_, lam) = _segments_and_cross(
+            model, params, x0, g, tuple(best_delta), jnp.linspace(0.0, 1.0, SEGMENT_POINTS, dtype=x0.dtype), radius,
+            lay)
+        beta_grid = beta_sigma * np.asarray(sq, np.float64)
+        beta_segment = float(np.max(beta_grid))
+        sigma_grid = np.sqrt(np.asarray(lam, np.float64))
+        cross_max = radius**2 * math.sqrt(max(float(lam0), 0.0)) / (2 * math.sqrt(m))  # CrossTerm.maximum
         row = {"target_layer": lay + 1, "width": piece["width"], "run": piece["run"], "worst": worst,
                "hessian_term": 0.5 * radius**2 * res.value, "beta": beta, "max_w": max_w, "bound": bound,
                "frame": frame, "bound_with_frame": bound * frame,
-               "rank_one_share": rank_one / second if second != 0 else math.nan, "gram_norm": gram_norm}
+               "rank_one_share": rank_one / second if second != 0 else math.nan, "gram_norm": gram_norm,
+               "beta_segment": beta_segment, "bound_segment": beta_segment * radius**2 * max_w / (2 * math.sqrt(m)),
+               "segment_resolution": grid_resolution(beta_grid), "cross_term": abs(float(mixed)),
+               "cross_term_max": cross_max, "eq_36": radius**2 * float(np.max(sigma_grid)) / math.sqrt(m),
+               "eq_36_resolution": grid_resolution(sigma_grid)}
         for k in QUADRATIC_FIELDS:
             out[k].append(row[k])
     return out
@@ -758,6 +782,240 @@ def worst_remainder(fn: Any, params: PyTree, args: tuple, lanczos: Any, radius: 
                 best, best_delta = sign * float(val), delta
             delta = new_delta
     return abs(best), best_delta
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 4's β over the segment, Appendix D's cross term
+# ---------------------------------------------------------------------------------------------
+
+#: Points of the grid t = 0, 1/16, …, 1 on which :func:`segment_profile` evaluates the sub-models along the
+#: segment [θ₀, θ₀ + Δ] (fixed before measuring; its resolution is :func:`grid_resolution` of the values).
+SEGMENT_POINTS = 17
+#: Lanczos steps (:func:`ntkbook.eigen.lanczos_fixed`, full reorthogonalization) for σ_max(∇α⁽ˡ⁾)² =
+#: λ_max(D G D) of an m_l × m_l matrix: from a fixed random start at the first point of a segment, then
+#: warm-started from the previous point's Ritz vector; exact when m_l ≤ this.  A Ritz value never exceeds λ_max.
+LANCZOS_STEPS = 32
+
+
+class SegmentProfile(NamedTuple):
+    """The neuron gradients of one layer along the segment θ₀ + tΔ (:func:`segment_profile`), arrays (points,)."""
+
+    t: np.ndarray
+    """The grid t = 0, 1/(points − 1), …, 1."""
+    max_sq_grad_norm: np.ndarray
+    """maxᵢ‖∇_θ α̃ᵢ⁽ˡ⁾(θ₀ + tΔ)‖²: times β_σ, the smoothness β of the sub-models αᵢ⁽ˡ⁾ along their normals."""
+    gram_norm: np.ndarray
+    """‖∇α⁽ˡ⁾(∇α⁽ˡ⁾)ᵀ‖ = σ_max(∇_θ α⁽ˡ⁾)² at θ₀ + tΔ (Lemma 3's quantity, post-activations; Lanczos)."""
+
+
+def _shifted(params: PyTree, delta: tuple, t: Any) -> PyTree:
+    """``params`` with the first len(delta) layers moved by t·delta."""
+    layers = [jax.tree_util.tree_map(lambda a, d: a + t * d, lp, dl) for lp, dl in zip(params["layers"], delta)]
+    return {**params, "layers": layers + list(params["layers"][len(delta):])}
+
+
+def _dgd(model, params, x, layer, g):
+    """∇α⁽ˡ⁾(∇α⁽ˡ⁾)ᵀ = D G D, D = diag σ'(α̃⁽ˡ⁾(x)), from the Gram G of the pre-activation gradients."""
+    dsig = model.activations[layer - 1].derivative(model.forward(params, x[None]).pre[layer - 1][0])
+    return g * dsig[:, None] * dsig[None, :]
+
+
+def _matvec(v: Array, a: Array) -> Array:
+    return jnp.matmul(a, v, precision=HIGHEST)
+
+
+def _top_eigenpair(a: Array, start: Array) -> tuple[Array, Array]:
+    """(λ_max, unit eigenvector) of a symmetric (m, m) matrix by :data:`LANCZOS_STEPS` Lanczos steps from
+    ``start``, inside ``jit``."""
+    res = lanczos_fixed(_matvec, start, (a,), num_steps=LANCZOS_STEPS, which="LA", start=start)
+    return res.value, res.eigenvector
+
+
+def _lanczos_start(m: int, dtype: Any) -> Array:
+    return jax.random.normal(jax.random.key(0), (m,), dtype)
+
+
+def _profile_body(model, params, x, deltas, ts, layer):
+    """(maxᵢ Gᵢᵢ, λ_max(D G D)) at θ₀ + tΔ for each t and each Δ of ``deltas`` (a tuple of displacements),
+    arrays (len(deltas), points); Lanczos warm-started along each segment.  One scan over all the points, so
+    that its body is traced once however many segments."""
+    start = _lanczos_start(model.widths[layer - 1], x.dtype)
+    stacked = jax.tree_util.tree_map(lambda *d: jnp.stack(d), *deltas)
+    k = jnp.repeat(jnp.arange(len(deltas)), ts.shape[0])
+
+    def step(v, kt):
+        k, t, first = kt
+        p = _shifted(params, jax.tree_util.tree_map(lambda d: d[k], stacked), t)
+        g = _grams(model, p, x[None], None, (layer,))[0][0]
+        lam, v = _top_eigenpair(_dgd(model, p, x, layer, g), jnp.where(first, start, v))
+        return v, (jnp.max(jnp.diagonal(g)), lam)
+
+    first = jnp.tile(jnp.arange(ts.shape[0]) == 0, len(deltas))
+    _, (sq, lam) = jax.lax.scan(step, start, (k, jnp.tile(ts, len(deltas)), first))
+    return sq.reshape(len(deltas), -1), lam.reshape(len(deltas), -1)
+
+
+_profile = partial(jax.jit, static_argnames=("layer",))(_profile_body)
+
+
+def _check_delta(params: PyTree, delta: Any, layer: int) -> tuple:
+    if not isinstance(delta, (tuple, list)) or not delta:
+        raise TypeError("delta must be a non-empty tuple of layer displacements (the structure of "
+                        f"params['layers'][:k]), got {type(delta).__name__}")
+    delta = tuple(delta)
+    V.pytree_of_arrays("delta", delta)
+    if len(delta) < layer or len(delta) > len(params["layers"]):
+        raise ValueError(f"delta must displace layers 1..k with {layer} <= k <= {len(params['layers'])} (the layer "
+                         f"and the ones below it), got {len(delta)} layers")
+    ref = tuple(params["layers"][: len(delta)])
+    if (jax.tree_util.tree_structure(delta) != jax.tree_util.tree_structure(ref)
+            or any(a.shape != b.shape for a, b in zip(jax.tree_util.tree_leaves(delta),
+                                                      jax.tree_util.tree_leaves(ref)))):
+        raise ValueError("delta must have the structure and shapes of params['layers'][:k]")
+    return delta
+
+
+def _check_mlp_layer(model: Any, params: PyTree, x: Any, layer: Any) -> tuple[Array, int]:
+    if not isinstance(model, MLP):
+        raise TypeError(f"model must be an MLP, got {type(model).__name__}")
+    V.pytree_of_arrays("params", params)
+    x = V.array("x", x, ndim=1)
+    layer = V.positive_int("layer", layer)
+    if layer > model.depth:
+        raise ValueError(f"layer must lie in 1..{model.depth} (the hidden layers), got {layer}")
+    return x, layer
+
+
+def segment_profile(model: MLP, params: PyTree, x: Any, delta: Any, layer: int,
+                    points: int = SEGMENT_POINTS) -> SegmentProfile:
+    """The gradients of the neurons of hidden layer l along the segment [θ₀, θ₀ + Δ] of Theorem 4's proof.
+
+    The remainder of a next-layer pre-activation is ½ΔᵀH(ξ)Δ with ξ on the segment (Eq. 16), and Eq. (17)
+    bounds each sub-model's ΔᵀH_{αᵢ}(ξ)Δ by β(Δᵀnᵢ)² with β ≥ σ''(α̃ᵢ(ξ))‖∇α̃ᵢ(ξ)‖²: the β the proof needs at
+    Δ is at least β_σ·max over ξ on the segment of maxᵢ‖∇α̃ᵢ⁽ˡ⁾(ξ)‖².  Likewise Appendix D's Eq. (36) needs
+    ‖∇α⁽ˡ⁾(ξ)‖ on the segment.  Both are evaluated on the grid θ₀ + tΔ, t = k/(points − 1), from the Gram
+    matrices of :func:`neuron_gradient_grams` (all m_l neurons: m_l³ operations per point), λ_max(D G D) by
+    :data:`LANCZOS_STEPS` Lanczos steps (one compiled program per shape and layer; no host eigensolver).
+
+    Args:
+        model, params: an :class:`~ntkbook.models.dense.MLP` and its parameters θ₀.
+        x: one input (d,).
+        delta: the displacement Δ of the first k ≥ l weight layers, a tuple with the structure of
+            ``params["layers"][:k]`` (e.g. the Δ of :func:`worst_remainder` over θ⁽ˡ⁾ = (W⁽¹⁾, …, W⁽ˡ⁾)).
+        layer: the hidden layer l (1-based) whose neurons are the sub-models.
+        points: grid points, ≥ 2.
+
+    Returns:
+        A :class:`SegmentProfile` of float64 NumPy arrays (points,).
+    """
+    x, layer = _check_mlp_layer(model, params, x, layer)
+    delta = _check_delta(params, delta, layer)
+    points = V.positive_int("points", points, minimum=2)
+    ts = jnp.linspace(0.0, 1.0, points, dtype=x.dtype)
+    sq, lam = _profile(model, params, x, (delta,), ts, layer)
+    return SegmentProfile(np.asarray(ts, np.float64), np.asarray(sq[0], np.float64), np.asarray(lam[0], np.float64))
+
+
+def grid_resolution(values: Any) -> float:
+    """The largest relative change between neighbouring grid values, maxₖ |vₖ₊₁ − vₖ|/min(|vₖ|, |vₖ₊₁|).
+
+    How much the maximum over a continuous segment may exceed the maximum over its grid, to first order
+    (the change across one grid step); a ratio to a bound built from the grid maximum is resolved only when it
+    differs from 1 by more than this.  ``values``: 1-D, at least two, non-zero.
+    """
+    v = np.abs(np.asarray(V.numpy_array("values", values, ndim=1), np.float64))
+    if v.size < 2:
+        raise ValueError(f"values must hold at least two grid values, got {v.size}")
+    if np.any(v == 0):
+        raise ValueError("values must be non-zero (the change is relative)")
+    return float(np.max(np.abs(np.diff(v)) / np.minimum(v[:-1], v[1:])))
+
+
+class CrossTerm(NamedTuple):
+    """Appendix D's cross term 𝒞 of one next-layer pre-activation at its maximizer (:func:`cross_term`)."""
+
+    sigma_max: float
+    """σ_max(∇_θ α⁽ˡ⁾(θ₀)), the square root of Lemma 3's ‖∇α⁽ˡ⁾(∇α⁽ˡ⁾)ᵀ‖ (Lanczos)."""
+    maximum: float
+    """R²σ_max/(2√m_l): the maximum of |𝒞| = |Δwᵀ∇α⁽ˡ⁾(θ₀)Δθ|/√m_l over ‖Δw‖² + ‖Δθ‖² ≤ R²."""
+    delta_w: np.ndarray
+    """(m_l,) the maximizing Δw = (R/√2)·d/‖d‖, d = α⁽ˡ⁾(θ₀ + Δθ) − α⁽ˡ⁾(θ₀)."""
+    delta_theta: tuple
+    """The maximizing Δθ = ±(R/√2)·v (v the top right singular vector of ∇α⁽ˡ⁾(θ₀); of the two signs, the one
+    with the larger added remainder), layers 1..l."""
+    mixed: float
+    """(1/√m_l)Δwᵀ(α⁽ˡ⁾(θ₀ + Δθ) − α⁽ˡ⁾(θ₀)) at (Δw, Δθ): what moving w⁽ˡ⁺¹⁾ adds to the remainder."""
+
+
+def _cross_body(model, params, x, g, radius, layer):
+    """(λ_max(D G D), Δθ, Δw, added remainder) of :func:`cross_term`; traceable."""
+    lam, u = _top_eigenpair(_dgd(model, params, x, layer, g), _lanczos_start(g.shape[0], g.dtype))
+    pre = _layer_pre_fn(layer)
+    act = model.activations[layer - 1]
+
+    def post(moving):
+        return act(pre(moving, params, model, x))
+
+    moving = tuple(params["layers"][:layer])
+    a0, pull = jax.vjp(post, moving)
+    (v,) = pull(u)
+    dtheta = tree_scale(radius / (math.sqrt(2.0) * tree_norm(v)), v)
+    d_plus = post(jax.tree_util.tree_map(jnp.add, moving, dtheta)) - a0
+    d_minus = post(jax.tree_util.tree_map(jnp.subtract, moving, dtheta)) - a0
+    plus = jnp.linalg.norm(d_plus) >= jnp.linalg.norm(d_minus)  # the sign of a singular vector is arbitrary
+    d = jnp.where(plus, d_plus, d_minus)
+    dtheta = tree_scale(jnp.where(plus, 1.0, -1.0), dtheta)
+    dw = (radius / (math.sqrt(2.0) * jnp.linalg.norm(d))) * d
+    return lam, dtheta, dw, jnp.vdot(dw, d) / math.sqrt(a0.shape[0])
+
+
+_cross = partial(jax.jit, static_argnames=("layer",))(_cross_body)
+
+
+@partial(jax.jit, static_argnames=("layer",))
+def _segments_and_cross(model, params, x, g, delta, ts, radius, layer):
+    """:func:`segment_profile` along Δ and :func:`cross_term` with the profile along its Δθ, as one compiled
+    program per shape and layer (what :func:`quadratic_term_piece` needs; tracing and loading each program
+    costs more at ``ci`` sizes than running it)."""
+    cross = _cross_body(model, params, x, g, radius, layer)
+    sq, lam = _profile_body(model, params, x, (delta, cross[1]), ts, layer)
+    return (sq[0], lam[0]), cross, (sq[1], lam[1])
+
+
+def cross_term(model: MLP, params: PyTree, x: Any, layer: int, radius: float, *, gram: Any = None) -> CrossTerm:
+    """Appendix D (Eq. 36): the cross term of a pre-activation of layer l+1 when its weights w⁽ˡ⁺¹⁾ move too.
+
+    T = wᵀα⁽ˡ⁾(θ⁽ˡ⁾)/√m_l (a neuron of layer l+1, or the output when l = L) has, in (w, θ⁽ˡ⁾), the remainder
+    r(Δw, Δθ) = w₀ᵀ(α(θ) − α₀ − ∇α₀Δθ)/√m_l + Δwᵀ(α(θ) − α₀)/√m_l: Theorem 4's term ℬ and what moving w adds,
+    whose second-order part is the cross term 𝒞 = Δwᵀ∇α⁽ˡ⁾Δθ/√m_l (∂²T/∂w∂θ = ∇α⁽ˡ⁾/√m_l; 𝒜 = 0).  Over the
+    ball ‖Δw‖² + ‖Δθ‖² ≤ R², |𝒞| at ξ = θ₀ is at most σ_max(∇α⁽ˡ⁾)‖Δw‖‖Δθ‖/√m_l ≤ R²σ_max/(2√m_l), attained at
+    ‖Δw‖ = ‖Δθ‖ = R/√2 along the top singular vectors — the closed-form maximum.  σ_max² and the left singular
+    vector u are the top eigenpair of D G⁽ˡ⁾ D (:func:`neuron_gradient_grams`, D = diag σ'(α̃⁽ˡ⁾);
+    :data:`LANCZOS_STEPS` Lanczos steps); the right one is ∇α⁽ˡ⁾ᵀu/σ_max (autodiff).  At Δθ = ±(R/√2)·v the added
+    remainder is evaluated exactly (forward passes), with the Δw that maximizes it for this Δθ, and the sign with
+    the larger value is kept (both maximize 𝒞 at θ₀; beyond second order they differ).
+
+    Args:
+        model, params: an :class:`~ntkbook.models.dense.MLP` and its parameters θ₀.
+        x: one input (d,).
+        layer: the hidden layer l (1-based) whose post-activations T assembles.
+        radius: R > 0.
+        gram: G⁽ˡ⁾ (m_l, m_l) of :func:`neuron_gradient_grams` at θ₀ and x, if already computed.
+
+    Returns:
+        A :class:`CrossTerm`.
+    """
+    x, layer = _check_mlp_layer(model, params, x, layer)
+    radius = V.positive_float("radius", radius)
+    m = model.widths[layer - 1]
+    if gram is None:
+        gram = neuron_gradient_grams(model, params, x[None], layers=(layer,))[0][0]
+    g = V.array("gram", gram, ndim=2)
+    if g.shape != (m, m):
+        raise ValueError(f"gram must be the ({m}, {m}) Gram matrix of layer {layer}, got shape {g.shape}")
+    lam, dtheta, dw, mixed = _cross(model, params, x, g.astype(x.dtype), radius, layer)
+    sigma = math.sqrt(max(float(lam), 0.0))
+    return CrossTerm(sigma, radius**2 * sigma / (2 * math.sqrt(m)), np.asarray(dw), dtheta, float(mixed))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -820,18 +1078,24 @@ __all__ = [
     "DATASETS",
     "FRAME_LIMIT",
     "KINDS",
+    "LANCZOS_STEPS",
     "QUADRATIC_FIELDS",
+    "SEGMENT_POINTS",
     "TURN_FIELDS",
+    "CrossTerm",
     "LayerCosines",
+    "SegmentProfile",
     "assemble_orthogonality",
     "clt_prediction",
     "clt_predictions",
     "cosine_matrix",
+    "cross_term",
     "densenet_hessian_piece",
     "densenet_hessian_sweep",
     "figure_3_left_panel",
     "figure_3_right_panel",
     "frame_constant",
+    "grid_resolution",
     "layer_cosines",
     "load_data",
     "make_network",
@@ -843,6 +1107,7 @@ __all__ = [
     "per_width",
     "quadratic_term_piece",
     "quadratic_term_sweep",
+    "segment_profile",
     "turn_piece",
     "turn_sweep",
     "worst_remainder",
