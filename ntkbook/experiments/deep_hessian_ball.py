@@ -364,7 +364,7 @@ def layer_norms_at(model: ConvNet | ResNet, params: PyTree, x: Any) -> dict[str,
         ``weights``: one float64 array per weight layer of spectral norms — CNN: layers 1..L, each (K,) with
         ‖W^[k]‖ of every kernel slice (:func:`kernel_slices`; m × m for l ≥ 2, m × c at the input layer);
         ResNet: layers 1..L+1 (``v`` last, as W⁽ᴸ⁺¹⁾ in Lemma G.4), each (1,) with ‖W⁽ˡ⁾‖.
-        ``hidden``: (L,) ‖α⁽ˡ⁾‖ — the Frobenius norm of the Q × m image for the CNN (Eq. 95), from the model's
+        ``hidden``: (L,) ‖α⁽ˡ⁾‖ — the Frobenius norm of the m × Q image for the CNN (Eq. 95), from the model's
         forward pass in float64; the 2-norm for the ResNet (Eq. 99), from the float64 NumPy pass
         :func:`ntkbook.hessian_compressed.base_pass`.
 
@@ -405,7 +405,7 @@ def hidden_norm_bounds(architecture: str, depth: int, width: int, c0: float, rad
       correction of chapter 3): a = 𝖫_σq√m, s = 𝖫_σq, o = √m|σ(0)|;
     * ``derived`` for ``architecture="cnn"`` (Lemma G.3; the book's CNN divides by the fan-in √(K m_{l−1})): the
       K kernel slices enter through Lemma G.1, ‖Σ_k W^[k]α^[k]‖_F ≤ Σ_k ‖W^[k]‖‖α‖_F ≤ (Kc₀√m + √K R)‖α‖_F,
-      and the Q × m image has √(Qm) entries: with q_K = √K c₀ + R/√m, a = 𝖫_σq_K√(Qm), s = 𝖫_σq_K,
+      and the m × Q image has √(Qm) entries: with q_K = √K c₀ + R/√m, a = 𝖫_σq_K√(Qm), s = 𝖫_σq_K,
       o = √(Qm)|σ(0)| (for the input layer ‖x‖_F ≤ √(Qc) C_x with c input channels);
     * ``derived`` for ``architecture="resnet"`` (Lemma G.5): α⁽ˡ⁾ = σ(α̃⁽ˡ⁾) + α⁽ˡ⁻¹⁾ adds the skip term, so
       s = 1 + 𝖫_σq (layer 1 has no skip: a = 𝖫_σq√m, o = √m|σ(0)|).
@@ -420,8 +420,8 @@ def hidden_norm_bounds(architecture: str, depth: int, width: int, c0: float, rad
         ``{"fc": (depth,), "derived": (depth,)}``.
 
     Raises:
-        TypeError / ValueError: for an unknown architecture, non-positive sizes or constants, or K, Q ≠ 1 for
-        the ResNet.
+        ValueError: for an unknown architecture, non-positive sizes or constants, or K, Q ≠ 1 for the ResNet.
+        TypeError: for a ``sigma0`` that is not a real number.
     """
     architecture = V.choice("architecture", architecture, ARCHITECTURES)
     depth, width = V.positive_int("depth", depth), V.positive_int("width", width)
@@ -880,7 +880,7 @@ def layer_norm_name(architecture: str, quantity: str, layer: int, depth: int) ->
     ``"‖α⁽²⁾‖_F/√m"`` (CNN hidden layer).
 
     Raises:
-        TypeError / ValueError: for an unknown architecture or quantity, or a layer outside 1..depth(+1).
+        ValueError: for an unknown architecture or quantity, or a layer outside 1..depth(+1).
     """
     architecture = V.choice("architecture", architecture, ARCHITECTURES)
     quantity = V.choice("quantity", quantity, ("weight", "hidden"))
