@@ -124,6 +124,8 @@ def array(
         raise TypeError(f"{name} must be an array, got None")
     if is_tracer(x):
         arr = x
+    elif isinstance(x, np.ndarray) and x.dtype.kind == "f":
+        arr = jax.device_put(x)  # as jnp.asarray (dtype canonicalized), without compiling a program per shape
     else:
         try:
             arr = jnp.asarray(x)

@@ -529,6 +529,13 @@ def _restart(basis: PyTree, coeffs: Array, m: Array) -> PyTree:
     return jax.tree_util.tree_map(leaf, basis)
 
 
+@partial(jax.jit, static_argnames=("rows", "dtype"))
+def _basis_from(start: PyTree, rows: int, dtype: Any) -> PyTree:
+    """A Krylov basis of ``rows`` rows (leading axis) with ``start`` in row 0 and zeros elsewhere (one compiled
+    program per start's shapes; built eagerly, zeros and the row update were two programs per leaf)."""
+    return jax.tree_util.tree_map(lambda x: jnp.zeros((rows, *x.shape), dtype).at[0].set(x), start)
+
+
 @partial(jax.jit, static_argnames=("matvec",))
 def _ritz_vector_residual(basis: PyTree, coeffs: Array, theta: Array, operands: tuple, matvec: Callable):
     u = _rows_combine(coeffs, basis)
@@ -559,7 +566,7 @@ def _krylov_schur(op: SymmetricOperator, which: str, start: Array, tol: float, m
     keep_each = max(1, nb // 6)
     chunk = 8 if p < CHUNK_MAX_SIZE else 1
     start_tree = spec.unravel(start)
-    basis = jax.tree_util.tree_map(lambda x: jnp.zeros((nb + 1, *x.shape), spec.dtype).at[0].set(x), start_tree)
+    basis = _basis_from(start_tree, rows=nb + 1, dtype=spec.dtype)
     t = np.zeros((nb + 1, nb + 1))
     j = 0  # index of the pending basis vector; columns 0..j-1 of t are complete
     steps, products, converged = 0, 0, False

@@ -198,6 +198,12 @@ def second_derivative_tensor(fn: Callable[[Array], Array], w: Any) -> Array:
     def flat(u: Array) -> Array:
         return jnp.atleast_1d(fn(u)).reshape(-1)
 
+    return _forward_over_reverse(flat, w)
+
+
+@partial(jax.jit, static_argnums=0)
+def _forward_over_reverse(flat: Callable[[Array], Array], w: Array) -> Array:
+    # one compiled program per call (called eagerly, every operation would be compiled on its own)
     return jax.jacfwd(jax.jacrev(flat))(w)
 
 

@@ -8,6 +8,7 @@ onto a ball).
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -123,15 +124,28 @@ class FlatSpec(NamedTuple):
         return int(sum(int(np.prod(s, dtype=np.int64)) for s in self.shapes))
 
     def ravel(self, tree: PyTree) -> jax.Array:
-        leaves = jax.tree_util.tree_leaves(tree)
-        return jnp.concatenate([jnp.ravel(x).astype(self.dtype) for x in leaves])
+        """The leaves of ``tree`` flattened and concatenated, (P,) in ``dtype`` (one compiled program per
+        spec: called eagerly, the reshapes, casts and the concatenation were a program per leaf)."""
+        return _ravel(self, tree)
 
     def unravel(self, flat: jax.Array) -> PyTree:
-        sizes = [int(np.prod(s, dtype=np.int64)) for s in self.shapes]
-        splits = np.cumsum(sizes)[:-1].tolist()
-        parts = jnp.split(flat, splits)
-        leaves = [p.reshape(s) for p, s in zip(parts, self.shapes, strict=True)]
-        return jax.tree_util.tree_unflatten(self.treedef, leaves)
+        """The pytree of this spec from a flat (P,) vector (the inverse of :meth:`ravel`)."""
+        return _unravel(self, flat)
+
+
+@partial(jax.jit, static_argnums=0)
+def _ravel(spec: FlatSpec, tree: PyTree) -> jax.Array:
+    leaves = jax.tree_util.tree_leaves(tree)
+    return jnp.concatenate([jnp.ravel(x).astype(spec.dtype) for x in leaves])
+
+
+@partial(jax.jit, static_argnums=0)
+def _unravel(spec: FlatSpec, flat: jax.Array) -> PyTree:
+    sizes = [int(np.prod(s, dtype=np.int64)) for s in spec.shapes]
+    splits = np.cumsum(sizes)[:-1].tolist()
+    parts = jnp.split(flat, splits)
+    leaves = [p.reshape(s) for p, s in zip(parts, spec.shapes, strict=True)]
+    return jax.tree_util.tree_unflatten(spec.treedef, leaves)
 
 
 def flat_spec(tree: PyTree) -> FlatSpec:

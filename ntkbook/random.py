@@ -82,30 +82,42 @@ def _normal_of_size(key: jax.Array, size: int, dtype: jnp.dtype) -> jax.Array:
     return jax.random.normal(key, (size,), dtype)
 
 
-def normal(key: jax.Array, shape: tuple[int, ...] | list[int], dtype: object = None) -> jax.Array:
-    """``jax.random.normal(key, shape, dtype)``: the same numbers, bit for bit, compiled once per power of
-    two of the size rather than once per shape.
+def normal(key: jax.Array, shape: tuple[int, ...] | list[int], dtype: object = None, *,
+           scale: float = 1.0) -> jax.Array:
+    """``jax.random.normal(key, shape, dtype) * float(scale)``: the same numbers, bit for bit, compiled once per
+    power of two of the size rather than once per shape.
 
     JAX compiles a draw once for every array shape; initializing networks of many widths compiled hundreds
     of them (252 programs, 27 s of compilation, in three of the unit-test files).  With JAX's partitionable
     threefry (``jax_threefry_partitionable``, the default) the i-th number of a draw (row-major) depends only
     on the key and on i, so the first n numbers of a draw of size 2^⌈log₂ n⌉ are the draw of n numbers:
-    draws of up to ``SHARED_DRAW_MAX`` (2²⁰) numbers are taken that way.  Larger draws, draws inside a trace
-    (a key under ``jit``/``vmap``) and the non-partitionable generator call ``jax.random.normal`` itself.
+    draws of up to ``SHARED_DRAW_MAX`` (2²⁰) numbers are taken that way, and cut, reshaped and scaled in
+    NumPy (one IEEE product in ``dtype``, as JAX's ``x * scale`` with a Python float) and handed to JAX with
+    ``jax.device_put``, which compiles nothing (``jnp.asarray`` and an eager ``* scale`` each compile one
+    program per shape).  Larger draws, draws inside a trace (a key under ``jit``/``vmap``) and the
+    non-partitionable generator call ``jax.random.normal`` itself.
 
     Args:
         key: a JAX PRNG key (new-style or legacy uint32[2]).
         shape: the shape of the draw.
         dtype: a floating dtype; ``None`` gives ``jax.random.normal``'s default (float32, float64 with x64).
+        scale: a real number multiplying the draw (a standard deviation), taken as a Python float: the
+            product stays in ``dtype`` (JAX's ``x * float(scale)``); 1 leaves the draw as it is.
 
     Returns:
-        An array of ``shape`` and ``dtype`` equal to ``jax.random.normal(key, shape, dtype)``.
+        An array of ``shape`` and ``dtype`` equal to ``jax.random.normal(key, shape, dtype) * float(scale)``.
     """
     shape = tuple(int(s) for s in shape)
     dtype = jax.dtypes.canonicalize_dtype(float if dtype is None else dtype)
+    if isinstance(scale, bool) or not isinstance(scale, numbers.Real):
+        raise TypeError(f"scale must be a real number, got {scale!r}")
     size = math.prod(shape)
     if (isinstance(key, jax.core.Tracer) or not jax.config.jax_threefry_partitionable
             or size == 0 or size > SHARED_DRAW_MAX):
-        return jax.random.normal(key, shape, dtype)
+        draw = jax.random.normal(key, shape, dtype)
+        return draw if scale == 1 else draw * float(scale)
     padded = 1 << (size - 1).bit_length()
-    return jnp.asarray(np.asarray(_normal_of_size(key, padded, dtype))[:size].reshape(shape))
+    draw = np.asarray(_normal_of_size(key, padded, dtype))[:size].reshape(shape)
+    if scale != 1:
+        draw = draw * np.asarray(float(scale), dtype)  # the scale rounded to dtype, as JAX's weak-typed float
+    return jax.device_put(draw)

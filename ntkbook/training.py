@@ -553,7 +553,8 @@ def _run_groups(spec: _Spec, group_size: int, params, lr, x, y, batches, below, 
         stop = min(start + group_size, runs)
         idx = np.minimum(np.arange(start, start + group_size), stop - 1)  # pad by repeating the last run
         with jax.enable_x64(x64):
-            g = per_run if group_size >= runs else jax.tree_util.tree_map(lambda a: a[idx], per_run)
+            # the group's runs gathered in NumPy (an eager gather compiles one program per array shape)
+            g = per_run if group_size >= runs else jax.tree_util.tree_map(lambda a: np.asarray(a)[idx], per_run)
             out = _group_compiled(spec, g["params"], g["lr"], g.get("x", x), g.get("y", y), g.get("batches", batches),
                                   g["below"], g["above"])
             return jax.tree_util.tree_map(lambda a: np.asarray(a)[:stop - start], out)

@@ -19,7 +19,8 @@ def x64():
 def reference_jacobian(apply_fn, params, x):
     """Jacobian (n·k, P) by forward mode on the raveled parameters — independent of kernels.py."""
     flat, unravel = ravel_pytree(params)
-    jac = jax.jacfwd(lambda w: jnp.atleast_2d(apply_fn(unravel(w), x).reshape(x.shape[0], -1)))(flat)
+    # one compiled program per call (run eagerly, each operation of the model compiled on its own)
+    jac = jax.jit(jax.jacfwd(lambda w: jnp.atleast_2d(apply_fn(unravel(w), x).reshape(x.shape[0], -1))))(flat)
     return np.asarray(jac).reshape(-1, flat.size)  # rows ordered (i, a)
 
 

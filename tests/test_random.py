@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -35,3 +37,27 @@ def test_normal_under_a_trace_and_above_the_shared_size():
     np.testing.assert_array_equal(jax.jit(lambda k: normal(k, (4, 2)))(keys[0]), jax.random.normal(keys[0], (4, 2)))
     big = (SHARED_DRAW_MAX + 3,)
     np.testing.assert_array_equal(normal(keys[1], big), jax.random.normal(keys[1], big))
+
+
+@pytest.mark.parametrize("scale", [1.0, 1 / math.sqrt(7.0), 0.3, 2.5, 3])
+def test_scaled_normal_is_jax_random_normal_times_scale(scale):
+    """The scale is applied in NumPy on the shared path: the product must be JAX's ``x * scale`` bit for bit
+    (the Python number rounded to the dtype, one IEEE product), on every path and dtype."""
+    key = jax.random.key(21)
+    with jax.enable_x64(True):
+        for dtype in (jnp.float32, jnp.float64, jnp.float16):
+            got, want = normal(key, (9, 4), dtype, scale=scale), jax.random.normal(key, (9, 4), dtype) * scale
+            assert got.dtype == want.dtype == dtype
+            np.testing.assert_array_equal(got, want)
+    keys = jax.random.split(key, 2)
+    np.testing.assert_array_equal(jax.vmap(lambda k: normal(k, (5,), scale=scale))(keys),
+                                  jax.vmap(lambda k: jax.random.normal(k, (5,)) * scale)(keys))
+    big = (SHARED_DRAW_MAX + 1,)
+    np.testing.assert_array_equal(normal(key, big, scale=scale), jax.random.normal(key, big) * scale)
+
+
+def test_scale_must_be_a_real_number():
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        normal(jax.random.key(0), (3,), scale="2")
+    with pytest.raises(TypeError, match="scale must be a real number"):
+        normal(jax.random.key(0), (3,), scale=True)

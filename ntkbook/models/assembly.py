@@ -301,7 +301,13 @@ def assembly(
 
 
 def sub_model_hessian(family: SubModelFamily, w: Any, x: Any) -> Array:
-    """Dense Hessian ∂²g/∂w² (p × p) of one sub-model at one input."""
+    """Dense Hessian ∂²g/∂w² (p × p) of one sub-model at one input (compiled as one program per family and
+    shapes; called eagerly, every operation of the forward-over-reverse pass compiled on its own)."""
+    return _sub_model_hessian(family, w, x)
+
+
+@partial(jax.jit, static_argnums=0)
+def _sub_model_hessian(family: SubModelFamily, w: Any, x: Any) -> Array:
     return jax.hessian(family.apply_one)(w, x)
 
 

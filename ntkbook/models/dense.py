@@ -114,7 +114,7 @@ def shallow_network(
     parameterization = V.choice("parameterization", parameterization, PARAMETERIZATIONS)
     act = get_activation(activation)
     k_w, k_v = jax.random.split(key)
-    w = normal(k_w, (width, input_dim), dtype) * _init_std(input_dim, parameterization)
+    w = normal(k_w, (width, input_dim), dtype, scale=_init_std(input_dim, parameterization))
     v = jax.random.rademacher(k_v, (width,), dtype) * _init_std(width, parameterization)
     return ShallowNetwork(v=v, activation=act, input_dim=input_dim, parameterization=parameterization), {"w": w}
 
@@ -239,12 +239,12 @@ def mlp(
     layers, fan_in = [], input_dim
     for k, m in zip(keys[:-1], widths, strict=True):
         kw, kb = jax.random.split(k)
-        layer = {"W": normal(kw, (m, fan_in), dtype) * _init_std(fan_in, parameterization)}
+        layer = {"W": normal(kw, (m, fan_in), dtype, scale=_init_std(fan_in, parameterization))}
         if use_bias:
             layer["b"] = normal(kb, (m,), dtype)
         layers.append(layer)
         fan_in = m
-    v = normal(keys[-1], (widths[-1], output_dim), dtype) * _init_std(widths[-1], parameterization)
+    v = normal(keys[-1], (widths[-1], output_dim), dtype, scale=_init_std(widths[-1], parameterization))
     params: dict[str, Any] = {"layers": layers}
     if train_output:
         params["v"] = v
