@@ -52,14 +52,14 @@ $(STAMP): requirements.txt pyproject.toml
 # chapters' wall time against 1581 s one after another; a chapter often keeps both cores busy, but not
 # while XLA compiles, which is one thread).
 BOOK_JOBS ?= 2
-# make book compiles with three of make test's five XLA options (see TEST_XLA_FLAGS below: IEEE
-# arithmetic, no fast-math; LLVM at -O1 without its expensive passes, XLA's classic CPU runtime).  At
+# make book compiles with two of make test's four XLA options (see TEST_XLA_FLAGS below: IEEE
+# arithmetic, no fast-math; LLVM at -O1 without its expensive passes).  At
 # book scale most of a chapter's time was compilation: chapter 5 took 167 s with an empty compilation
 # cache and 59 s with a full one.  Measured cold on this machine: chapter 5 167 → 110 s; chapter 9 (after
-# the gd_sweeps change) 137 s, against 184 s with the first four of make test's options — the fourth,
-# --xla_cpu_use_fusion_emitters=false, slows the phase-transition loop (61 → 108 s), so make book leaves
-# it out.  The options are part of the execution cache's key (book/_ext/execution_cache.py).
-BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=1 --xla_cpu_use_thunk_runtime=false
+# the gd_sweeps change) 137 s, against 184 s with make test's --xla_cpu_use_fusion_emitters=false added,
+# which slows the phase-transition loop (61 → 108 s), so make book leaves it out.  The options are part
+# of the execution cache's key (book/_ext/execution_cache.py).
+BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=1
 book: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
@@ -96,16 +96,16 @@ book-student: $(STAMP)
 # (--nbval-sanitize-with) only for a number whose floating-point summation order can legitimately vary,
 # and name the cell it is for.
 EXECUTED := _build/test-executed
-# make test compiles with five of XLA's CPU compile options changed.  Its programs are small (ci sizes,
+# make test compiles with four of XLA's CPU compile options changed.  Its programs are small (ci sizes,
 # unit-test sizes), so compiling them, not running them, is most of make test's time (JAX's compile-time
 # events: 28 of the 36 s of chapter 3b's Theorem 3.2 sweep at ci are XLA's backend compilation of 91
 # programs; the unit tests compile hundreds of one-operation programs).  The options skip work, not
 # semantics — no fast-math, IEEE arithmetic as in make book: expensive LLVM passes are skipped, fusions
-# are emitted by XLA's older loop emitters, LLVM optimizes at -O1 instead of -O2, and a program is
-# compiled into one function run by XLA's classic CPU runtime instead of a sequence of separately
-# compiled thunks.  Measured alone on this 2-core machine, empty compilation cache: the Theorem 3.2
-# sweep 35.8 s with the first two options → 17.7 s with -O1 → 12.7 s with the classic runtime (the same
-# numbers to the last digit); a unit-test subset 78 → 64 s.  In make test, ledgers of the chapters
+# are emitted by XLA's older loop emitters, and LLVM optimizes at -O1 instead of -O2.  Measured alone on
+# this 2-core machine, empty compilation cache: the Theorem 3.2 sweep 35.8 s with the first two options
+# → 17.7 s with -O1.  (Until 2026-11-28 both lists also held --xla_cpu_use_thunk_runtime=false, credited
+# here with a further 17.7 → 12.7 s; the pinned jaxlib 0.10.2 accepts that flag and ignores it — XLA's
+# flag parser logs "no longer supported" and sets nothing — so that difference was run-to-run noise.)  In make test, ledgers of the chapters
 # agree with those compiled with the first two options to float32 rounding (18 of 328 records differ,
 # in the 6th digit, or more where the quantity is itself a rounding error or a run of 10⁴–10⁵ float32
 # steps), and every status is the same.  Not used: --xla_backend_optimization_level=0, which computed
@@ -115,14 +115,14 @@ EXECUTED := _build/test-executed
 # for byte; JAX's cache key includes XLA_FLAGS, so make book never reuses these executables.  The flags
 # are XLA's (jaxlib as pinned in requirements.txt): an unknown flag stops XLA, so check them when
 # upgrading jaxlib.  TEST_XLA_FLAGS= (empty) tests with make book's compilation.
-# The fifth, --xla_cpu_parallel_codegen_split_count=1, compiles a program as one LLVM module instead of
+# The fourth, --xla_cpu_parallel_codegen_split_count=1, compiles a program as one LLVM module instead of
 # splitting it for parallel code generation: with three processes on two cores there is no core to spare,
 # and most programs here are single operations whose compile time is overhead (jax.monitoring, 1139
 # programs of a micro-benchmark: 31 ms of backend compilation and 12 ms of lowering each).  Measured alone,
 # empty compilation cache (2026-11-28): tests/test_kernels.py 106 → 86 and 113 → 99 CPU-s (two pairs),
 # chapter 3b 68 → 62 CPU-s with a byte-identical claims ledger; two whole fresh-clone make test runs,
 # without and with it, took 956 and 969 s: within this machine's run-to-run noise.
-TEST_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1 --xla_cpu_use_thunk_runtime=false --xla_cpu_parallel_codegen_split_count=1
+TEST_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_cpu_use_fusion_emitters=false --xla_backend_optimization_level=1 --xla_cpu_parallel_codegen_split_count=1
 test: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(TEST_XLA_FLAGS))
 # Three processes on this 2-core machine: with two, the cores were idle a fifth of the time (a chapter or a
 # test compiles on one thread; the browser tests wait on Chromium); measured in the closing note.
