@@ -1821,7 +1821,8 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         ),
     },
 }
-"""experiment → scale → settings.  Every size the book uses, at the three scales, in one place."""
+"""experiment → scale → settings.  Every size the book uses, at the three scales, in one place.  The values
+are in this module's source (``get(experiment, scale)`` returns one entry), not repeated on the API page."""
 
 
 def resolve(scale: str | None = None) -> str:

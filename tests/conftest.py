@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -36,3 +38,15 @@ def numpy_mlp(params, x, activation, use_bias=False, fixed_v=None):
     v = np.asarray(params["v"] if fixed_v is None else fixed_v, dtype=np.float64)
     f = a @ v / np.sqrt(a.shape[1])
     return f[:, 0] if f.shape[1] == 1 else f
+
+
+def pytest_collection_finish(session):
+    """Python's cyclic garbage collector, set for a process that traces and compiles thousands of small JAX
+    programs: what is alive once the tests are collected (JAX, SciPy, the test modules) is moved out of the
+    collector's reach (``gc.freeze``) and the youngest generation is collected every 10 000 allocations instead
+    of 700.  Measured on ``tests/test_kernels.py`` and ``tests/test_training.py`` in one process (2026-11-28, a
+    ``gc.callbacks`` timer): 2.73 s in 1562 collections before, 1.26 s in 423 after, of about 90 CPU-s.  The test
+    processes only; the chapters' kernels keep Python's defaults."""
+    gc.collect()
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 100)
