@@ -20,6 +20,13 @@ export NTKBOOK_PROGRESS ?= 0
 # 0.01–0.1 s each, and nbval's second execution of a chapter should not compile them again.
 export JAX_COMPILATION_CACHE_DIR ?= $(CURDIR)/_build/jax-cache
 export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
+# NumPy's and SciPy's BLAS (scipy-openblas, pthreads) on one thread in every process a target starts.  Its
+# worker threads busy-wait between calls, and the package calls BLAS on small arrays (references, tables,
+# eigensolvers) between JAX programs, so the extra threads burned a core each without doing the work
+# sooner.  Measured on this 2-core machine (2026-11-28), chapter 2's width sweep at book scale alone: 68–79 s
+# wall and 116–131 CPU-s with OpenBLAS's default (2 threads), 53 s and 76 CPU-s with one; chapters 2 and 9
+# at book scale side by side: 287 s and 262 s, 552 CPU-s, against 114 s and 234 s, 426 CPU-s.
+export OPENBLAS_NUM_THREADS ?= 1
 
 .PHONY: env browser book book-fresh book-student read-book test test-determinism bench preview lint sync format clean
 
@@ -50,7 +57,10 @@ $(STAMP): requirements.txt pyproject.toml
 ## make book-fresh: the same, emptying the execution cache first (every chapter executed)
 # Two chapters at a time on this 2-core machine (measured at book scale, before BOOK_XLA_FLAGS: 1477 s of
 # chapters' wall time against 1581 s one after another; a chapter often keeps both cores busy, but not
-# while XLA compiles, which is one thread).
+# while XLA compiles, which is one thread).  On Linux each job runs on its own share of the CPUs (one core
+# each here; make book BOOK_EXECUTE_ARGS=--no-pin turns that off): with one BLAS thread as well, a cold
+# fresh-clone make book took 1256 s wall (chapters 1186 s, 2385 CPU-s) against 1638 s (chapters 1566 s,
+# 3134 CPU-s) before, every claim passing in both (2026-11-28).
 BOOK_JOBS ?= 2
 # make book compiles with two of make test's four XLA options (see TEST_XLA_FLAGS below: IEEE
 # arithmetic, no fast-math; LLVM at -O1 without its expensive passes).  At
@@ -63,7 +73,7 @@ BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimiz
 book: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS)
+	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
 	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo ""
 	@echo "The book is in $(CURDIR)/_build/html — open file://$(CURDIR)/_build/html/index.html"

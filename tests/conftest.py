@@ -1,4 +1,5 @@
-"""Shared fixtures: float64 helpers and reference implementations independent of ntkbook."""
+"""Shared fixtures: float64 helpers and reference implementations independent of ntkbook; and the test
+processes' garbage-collector setting (:func:`pytest_collection_finish`)."""
 
 from __future__ import annotations
 

@@ -12,8 +12,12 @@ import subprocess
 import sys
 
 import nbformat
+import pytest
 import yaml
 from test_book import JUPYTER_BOOK, ROOT
+
+sys.path.insert(0, str(ROOT / "book" / "_ext"))
+from execute_stale_chapters import cpu_shares  # a script in book/_ext, as in tests/execute_chapters.py
 
 # ---------------------------------------------------------------------------------------------------
 # make book: only edited chapters are executed again, and the ledger stays complete
@@ -29,7 +33,10 @@ def _tiny_chapter(stem: str, value: int) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell('import os\n\nscale = os.environ.get("NTKBOOK_SCALE", "book")',
                                   metadata={"tags": ["parameters"]}),
         nbformat.v4.new_code_cell(f'import ntkbook as nb\n\nscale = nb.setup("{stem}", scale)\n'
-                                  f'with open("runs.txt", "a") as f:\n    f.write("{stem}\\n")'),
+                                  f'with open("runs.txt", "a") as f:\n    f.write("{stem}\\n")\n'
+                                  'if hasattr(os, "sched_getaffinity"):\n'
+                                  '    with open("cpus.txt", "a") as f:\n'
+                                  '        f.write(" ".join(map(str, sorted(os.sched_getaffinity(0)))) + "\\n")'),
         nbformat.v4.new_code_cell(f"x = {value} + 1\n"
                                   f'nb.claims.condition("demo/{stem}-sum", x == {value + 1}, criterion="x = {value + 1}", '
                                   f'ref="book, demo", label="demo-{stem}", x=x)'),
@@ -73,6 +80,11 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     assert pre.returncode == 0, (pre.stdout + pre.stderr)[-4000:]
     assert "executing 2 chapter(s), 2 at a time" in pre.stdout
     assert sorted(runs.read_text().split()) == ["01-a", "02-b"]
+    shares = cpu_shares(2)
+    if shares is not None:  # each kernel ran on one job's share of the CPUs, not on all of them
+        ran_on = [set(map(int, line.split())) for line in (book / "book" / "cpus.txt").read_text().splitlines()]
+        assert len(ran_on) == 2 and all(cpus in shares for cpus in ran_on), (ran_on, shares)
+        assert "each job on its own CPUs" in pre.stdout
     first = build_cached()
     assert sorted(runs.read_text().split()) == ["01-a", "02-b"], "the build executed a pre-executed chapter again"
     assert "demo/01-a-sum" in first and "demo/02-b-sum" in first
@@ -86,6 +98,22 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     assert "demo/01-a-sum" in second and "demo/02-b-sum" in second, "the ledger lost the cached chapter"
     caches = list((book / "_build" / ".jupyter_cache").iterdir())
     assert [c.name.split("-")[0] for c in caches] == ["ci"] and (caches[0] / "ledger" / "02-b.jsonl").exists()
+
+
+def test_cpu_shares_split_the_cpus_into_disjoint_contiguous_sets():
+    """make book's jobs each get their own CPUs: the shares partition the set, contiguously, sizes differing
+    by at most one; impossible splits give None; a job count below one is an error."""
+    assert cpu_shares(2, {0, 1}) == [{0}, {1}]
+    assert cpu_shares(2, set(range(8))) == [{0, 1, 2, 3}, {4, 5, 6, 7}]
+    assert cpu_shares(3, {4, 5, 6, 7, 9}) == [{4, 5}, {6}, {7, 9}]
+    assert cpu_shares(1, {2, 3}) == [{2, 3}]
+    assert cpu_shares(3, {0, 1}) is None
+    for cpus, jobs in ((set(range(13)), 5), ({1, 3, 8, 20}, 4), (set(range(64)), 7)):
+        shares = cpu_shares(jobs, cpus)
+        assert set().union(*shares) == cpus and sum(map(len, shares)) == len(cpus)
+        assert max(map(len, shares)) - min(map(len, shares)) <= 1
+    with pytest.raises(ValueError, match="jobs"):
+        cpu_shares(0, {0, 1})
 
 
 # ---------------------------------------------------------------------------------------------

@@ -9,8 +9,9 @@ decide the numbers too, so they key the cache directory itself:
 * the scale (``$NTKBOOK_SCALE``, read by the ``parameters`` cell): a ``ci`` build never shows cached
   ``book`` outputs, and the other way round;
 * the code that computes: the source of the ``ntkbook`` package that is imported, the versions of
-  the numerical libraries and XLA's compile options (``$XLA_FLAGS``, set by ``make book``) — any change
-  there re-executes every chapter.
+  the numerical libraries, XLA's compile options (``$XLA_FLAGS``, set by ``make book``) and the number of
+  BLAS threads (``$OPENBLAS_NUM_THREADS``, set by the Makefile) — any change there re-executes every
+  chapter.
 
 The cache of one build lives in ``_build/.jupyter_cache/<scale>-<digest>/``; older digests of the same
 scale are removed.  Each chapter's claims ledger (``ntkbook.claims``) is written next to its cached
@@ -44,7 +45,8 @@ LIBRARIES = ("jax", "jaxlib", "numpy", "scipy", "sympy", "pandas", "matplotlib")
 
 
 def code_digest() -> str:
-    """A digest of the imported ``ntkbook`` package's source, the numerical libraries' versions and ``$XLA_FLAGS``."""
+    """A digest of the imported ``ntkbook`` package's source, the numerical libraries' versions, ``$XLA_FLAGS`` and
+    ``$OPENBLAS_NUM_THREADS``."""
     import ntkbook
 
     package = Path(ntkbook.__file__).resolve().parent
@@ -57,6 +59,10 @@ def code_digest() -> str:
         except metadata.PackageNotFoundError:
             h.update(f"{lib} missing\n".encode())
     h.update(f"XLA_FLAGS={os.environ.get('XLA_FLAGS', '')}\n".encode())  # compile options change the rounding
+    # so can the number of BLAS threads (how a product is split): make book with OpenBLAS's default threads
+    # and unpinned jobs, then with one thread and pinned jobs: 5 of 12 ledgers differ in the 5th-6th digit
+    # of some measured values, every status the same (2026-11-28)
+    h.update(f"OPENBLAS_NUM_THREADS={os.environ.get('OPENBLAS_NUM_THREADS', '')}\n".encode())
     return h.hexdigest()[:16]
 
 
