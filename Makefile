@@ -83,12 +83,18 @@ book-fresh:
 	rm -rf _build/.jupyter_cache
 	$(MAKE) book
 
-## make book-student: the same book with the exercise solutions left out entirely (_build/student/html)
+## make book-student: the same book with the exercise solutions left out entirely (_build/student/html).
+## It shares make book's execution cache (same scale, XLA options and BLAS threads): the chapters that
+## make book executed are not executed again, the others are executed into that cache first, BOOK_JOBS
+## at a time, so the student edition shows the same numbers and claims ledger as the book.
+book-student: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 book-student: $(STAMP)
+	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
 	$(eval STUDENT := $(shell mktemp -d /tmp/ntkbook-student-XXXXXX))
 	cp -r _toc.yml book $(STUDENT)/
 	$(BIN)/python -c "import sys,yaml; c=yaml.safe_load(open('_config.yml')); c['sphinx']['config']['hide_solutions']=True; yaml.safe_dump(c, open(sys.argv[1], 'w'), sort_keys=False)" $(STUDENT)/_config.yml
-	cd $(STUDENT) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} NTKBOOK_LEDGER_DIR=$(STUDENT)/_build/ledger \
+	mkdir -p $(STUDENT)/_build && ln -s $(CURDIR)/_build/.jupyter_cache $(STUDENT)/_build/.jupyter_cache
+	cd $(STUDENT) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} \
 	  $(CURDIR)/$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	rm -rf _build/student && mkdir -p _build/student && mv $(STUDENT)/_build/html _build/student/html && rm -rf $(STUDENT)
 	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"

@@ -10,6 +10,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -48,7 +49,8 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     """As make book: the chapters are executed into the cache before the first build (two at a time,
     book/_ext/execute_stale_chapters.py), so that build executes none; a second build, after one chapter's
     code changed, executes that chapter only; and the Claims ledger page lists the claims of both chapters
-    after each build."""
+    after each build.  As make book-student: a copy built in another folder with the book's execution cache
+    executes no chapter."""
     book = tmp_path / "tiny"
     (book / "book").mkdir(parents=True)
     shutil.copytree(ROOT / "book" / "_ext", book / "book" / "_ext")
@@ -69,11 +71,11 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     env = {k: v for k, v in os.environ.items() if k != "NTKBOOK_LEDGER_DIR"} | {"NTKBOOK_SCALE": "ci"}
     runs = book / "book" / "runs.txt"
 
-    def build_cached() -> str:
-        proc = subprocess.run([str(JUPYTER_BOOK), "build", str(book), "--builder", "html"],
+    def build_cached(root: Path = book) -> str:
+        proc = subprocess.run([str(JUPYTER_BOOK), "build", str(root), "--builder", "html"],
                               capture_output=True, text=True, env=env)
         assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]
-        return (book / "_build" / "html" / "book" / "claims-ledger.html").read_text()
+        return (root / "_build" / "html" / "book" / "claims-ledger.html").read_text()
 
     pre = subprocess.run([sys.executable, str(book / "book" / "_ext" / "execute_stale_chapters.py"), "--jobs", "2"],
                          capture_output=True, text=True, env=env)
@@ -98,6 +100,21 @@ def test_cached_rebuild_executes_only_the_edited_chapter_and_keeps_the_ledger(tm
     assert "demo/01-a-sum" in second and "demo/02-b-sum" in second, "the ledger lost the cached chapter"
     caches = list((book / "_build" / ".jupyter_cache").iterdir())
     assert [c.name.split("-")[0] for c in caches] == ["ci"] and (caches[0] / "ledger" / "02-b.jsonl").exists()
+    runs.unlink()
+
+    # as make book-student: a copy of the book with hide_solutions, in another folder, whose _build/.jupyter_cache
+    # is the book's; it executes nothing and its ledger page shows the book's claims
+    student = tmp_path / "student"
+    shutil.copytree(book / "book", student / "book")
+    shutil.copy(book / "_toc.yml", student / "_toc.yml")
+    config["sphinx"]["config"]["hide_solutions"] = True
+    (student / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    (student / "_build").mkdir()
+    (student / "_build" / ".jupyter_cache").symlink_to(book / "_build" / ".jupyter_cache")
+    third = build_cached(student)
+    assert not (student / "book" / "runs.txt").exists(), "the student edition executed a chapter the book had cached"
+    assert "demo/01-a-sum" in third and "demo/02-b-sum" in third
+    assert [c.name for c in (book / "_build" / ".jupyter_cache").iterdir()] == [caches[0].name]
 
 
 def test_cpu_shares_split_the_cpus_into_disjoint_contiguous_sets():
