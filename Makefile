@@ -70,10 +70,12 @@ BOOK_JOBS ?= 2
 # which slows the phase-transition loop (61 → 108 s), so make book leaves it out.  The options are part
 # of the execution cache's key (book/_ext/execution_cache.py).
 BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=1
-book: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
+book book-student: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
+# the chapters missing from make book's execution cache, executed into it BOOK_JOBS at a time (book, book-student)
+EXECUTE_STALE_CHAPTERS = NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
-	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
+	$(EXECUTE_STALE_CHAPTERS)
 	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	@echo ""
 	@echo "The book is in $(CURDIR)/_build/html — open file://$(CURDIR)/_build/html/index.html"
@@ -87,9 +89,8 @@ book-fresh:
 ## It shares make book's execution cache (same scale, XLA options and BLAS threads): the chapters that
 ## make book executed are not executed again, the others are executed into that cache first, BOOK_JOBS
 ## at a time, so the student edition shows the same numbers and claims ledger as the book.
-book-student: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 book-student: $(STAMP)
-	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
+	$(EXECUTE_STALE_CHAPTERS)
 	$(eval STUDENT := $(shell mktemp -d /tmp/ntkbook-student-XXXXXX))
 	cp -r _toc.yml book $(STUDENT)/
 	$(BIN)/python -c "import sys,yaml; c=yaml.safe_load(open('_config.yml')); c['sphinx']['config']['hide_solutions']=True; yaml.safe_dump(c, open(sys.argv[1], 'w'), sort_keys=False)" $(STUDENT)/_config.yml
