@@ -8,13 +8,15 @@ The public contract (see the book's design guide):
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
 Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``eigen``, ``hessian``,
-``hessian_compressed``, ``layer_norms``, ``norms``, ``khatri_rao``, ``covariance``, ``training``,
-``claims``, ``scales``, ``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``, ``progress``,
-``sweep``, ``records``, ``symbolic`` (sympy), ``experiments`` (one module per chapter), ``data`` and
-``reproductions``.  Every submodule and the three functions above are imported on first use
-(``nb.kernels``, ``from ntkbook import claims``): ``import ntkbook`` itself loads no numerical library,
-so a process that needs one module (the command line's ``list``, a ledger reader) does not pay for
-importing JAX, SciPy, pandas and Matplotlib (about 6 s together on this 2-core machine).
+``hessian_compressed``, ``layer_norms``, ``ball`` (the ball B(w₀, R): points, projection, the projected
+ascent, certified sups on a segment), ``linearization`` (f_lin, the remainder, the integral Taylor forms),
+``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``,
+``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``random``, ``records``, ``symbolic`` (sympy),
+``experiments`` (being retired: one module per chapter), ``data`` and ``reproductions``.  Every submodule
+and the three functions above are imported on first use (``nb.kernels``, ``from ntkbook import claims``):
+``import ntkbook`` itself loads no numerical library, so a process that needs one module (the command line's
+``list``, a ledger reader) does not pay for importing JAX, SciPy, pandas and Matplotlib (about 6 s together on
+this 2-core machine).
 """
 
 from __future__ import annotations
@@ -25,10 +27,10 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 
 _SUBMODULES = frozenset({
-    "activations", "claims", "covariance", "data", "eigen", "experiments", "fitting", "hessian",
-    "hessian_compressed", "kernels", "khatri_rao", "layer_norms", "models", "norms", "plotting", "progress",
-    "pytree", "quadrature", "records", "reproduce", "reproductions", "scales", "sweep", "symbolic", "tables",
-    "training",
+    "activations", "ball", "claims", "covariance", "data", "eigen", "experiments", "fitting", "hessian",
+    "hessian_compressed", "kernels", "khatri_rao", "layer_norms", "linearization", "models", "norms", "plotting",
+    "progress", "pytree", "quadrature", "random", "records", "reproduce", "reproductions", "scales", "sweep",
+    "symbolic", "tables", "training",
 })
 _FUNCTIONS = {"empirical_ntk": "kernels", "hessian_spectral_norm": "hessian", "norm_221": "norms",
               "setup": "notebook"}
@@ -36,6 +38,7 @@ _FUNCTIONS = {"empirical_ntk": "kernels", "hessian_spectral_norm": "hessian", "n
 if TYPE_CHECKING:  # for type checkers and editors: the names __getattr__ provides
     from . import (
         activations,
+        ball,
         claims,
         covariance,
         eigen,
@@ -45,6 +48,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the names __getattr__ provid
         kernels,
         khatri_rao,
         layer_norms,
+        linearization,
         models,
         norms,
         plotting,
@@ -79,6 +83,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "activations",
+    "ball",
     "claims",
     "covariance",
     "eigen",
@@ -90,6 +95,7 @@ __all__ = [
     "kernels",
     "khatri_rao",
     "layer_norms",
+    "linearization",
     "models",
     "norm_221",
     "norms",

@@ -17,7 +17,8 @@ scale, when it is inconclusive):
   loose to fail at the sizes measured, a heuristic the paper does not prove), with the reason why;
 * :func:`condition` — a boolean criterion that fits none of the above, stated in words and numbers.
 
-Common keyword arguments: ``ref`` — the paper and its own result number, ``"Liu–Zhu–Belkin 2020,
+Common keyword arguments (said once for several claims by a ``with`` block, :class:`about`): ``ref`` — the
+paper and its own result number, ``"Liu–Zhu–Belkin 2020,
 Prop. 2.3"``, ``"Liu–Zhu–Belkin 2020, supp. Lemma F.1"`` (supplement-only results), ``"Liu–Zhu–Belkin
 2022, Thm 2"``, ``"Oymak–Soltanolkotabi 2020, Lemma 6.4"``, or ``"book, <what>"`` for the book's own
 results; ``label`` — the ``:label:`` of the chapter's statement block the claim supports; ``erratum``
@@ -25,7 +26,9 @@ results; ``label`` — the ``:label:`` of the chapter's statement block the clai
 Errata page).
 
 **Status.** ``passed`` | ``failed`` | ``inconclusive``.  Only rate claims (:func:`rate`, :func:`order`)
-can be inconclusive.  At ``ci`` scale an inconclusive claim is recorded and shown as such, and the
+can be inconclusive: when a rival stays inside the 95% interval, or when the verdict "passed" is reached by
+fewer than 95% of the seed-bootstrap resamples of the points (``stability`` in the record,
+:func:`ntkbook.fitting.verdict_stability`: a rate that a few lucky seeds decide does not pass).  At ``ci`` scale an inconclusive claim is recorded and shown as such, and the
 notebook goes on; at ``book`` and ``paper`` scale it raises, like a failure.
 
 **Ledger.** :func:`start` (called by :func:`ntkbook.setup`) begins
@@ -53,6 +56,7 @@ Claim ids are unique within a notebook: a second claim with the same id and a di
 
 from __future__ import annotations
 
+import hashlib
 import html
 import json
 import math
@@ -97,7 +101,7 @@ CLAIM_FUNCTIONS: tuple[str, ...] = ("bound", "rate", "order", "close", "identity
 _CALL = re.compile(r"\bclaims\.(" + "|".join(CLAIM_FUNCTIONS) + r")\s*\(")
 _LABEL = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
 
-_STATE: dict[str, Any] = {"notebook": None, "scale": None, "records": []}
+_STATE: dict[str, Any] = {"notebook": None, "scale": None, "records": [], "about": []}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -122,7 +126,7 @@ def start(notebook: str, *, scale: str) -> Path:
     V.choice("scale", scale, SCALES)
     path = ledger_path(notebook)
     atomic_write_bytes(path, b"")
-    _STATE.update(notebook=notebook, scale=scale, records=[])
+    _STATE.update(notebook=notebook, scale=scale, records=[], about=[])
     return path
 
 
@@ -357,12 +361,44 @@ def _vector(name: str, value: Any) -> np.ndarray:
     return V.numpy_array(name, value, integers=True).astype(np.float64).ravel()
 
 
+class about:
+    """The result the claims inside a ``with`` block support, said once::
+
+        with nb.claims.about("Liu–Zhu–Belkin 2020, Eq. 2", label="prop-4-eq2"):
+            nb.claims.bound("eq-2/lower-bound-holds", ...)
+            nb.claims.order("sec-1.1/euclidean-distance-is-theta-1", ...)
+
+    Every claim in the block takes this ``ref`` and ``label`` unless it names its own (a claim of a
+    neighbouring result).  Blocks nest; the innermost wins.
+    """
+
+    def __init__(self, ref: str, *, label: str):
+        self.ref, self.label = _check_ref(ref), _check_label(label)
+
+    def __enter__(self) -> about:
+        _STATE["about"].append((self.ref, self.label))
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _STATE["about"].pop()
+
+
+def _about(ref: str | None, label: str | None) -> tuple[str, str]:
+    """``ref`` and ``label`` of a claim: as given, else from the innermost :class:`about` block."""
+    if (ref is None or label is None) and not _STATE["about"]:
+        missing = " and ".join(n for n, v in (("ref", ref), ("label", label)) if v is None)
+        raise TypeError(f"a claim needs its {missing}: pass them, or make the claim inside "
+                        "`with nb.claims.about(ref, label=...)`")
+    ctx_ref, ctx_label = _STATE["about"][-1] if _STATE["about"] else (None, None)
+    return _check_ref(ctx_ref if ref is None else ref), _check_label(ctx_label if label is None else label)
+
+
 # ---------------------------------------------------------------------------------------------
 # The typed claims
 # ---------------------------------------------------------------------------------------------
 
 
-def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: float = 0.0,
+def bound(claim: str, measured: Any, bound: Any, *, ref: str | None = None, label: str | None = None, rtol: float = 0.0,
           rtol_reason: str | None = None, names: tuple[str, str] = ("measured", "bound"),
           erratum: str | None = None, not_evidence: str | None = None) -> None:
     """Claim ``measured ≤ bound·(1 + rtol)`` on every sample.
@@ -381,7 +417,7 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str, label: str, rtol: 
 
     Records ``samples``, ``worst_ratio`` (max measured/bound), ``median_ratio`` and ``rtol``.
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     m, b = _vector("measured", measured), _vector("bound", bound)
     if m.shape != b.shape:
         raise ValueError(f"measured and bound must have the same number of elements, got {m.size} and {b.size}")
@@ -413,9 +449,15 @@ def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindo
     decision = fitting.decide_rate(fit, window)
     xs = _vector("x", x)
     q = RESOLUTION
+    seed = int.from_bytes(hashlib.sha256(claim.encode()).digest()[:4], "little")
+    share = quantize(fitting.verdict_stability(x, y, window, decision.status, seed=seed), 1e-3)
+    status = decision.status
+    if status == "passed" and share < fitting.STABILITY_MIN:
+        status = "inconclusive"
     values = round_floats({"slope": quantize(fit.slope, q), "stderr": quantize(fit.stderr, q),
                            "ci_low": quantize(fit.ci_low, q), "ci_high": quantize(fit.ci_high, q), "points": fit.n,
-                           "x_min": float(xs.min()), "x_max": float(xs.max()), "r2": quantize(fit.r2, q)})
+                           "x_min": float(xs.min()), "x_max": float(xs.max()), "r2": quantize(fit.r2, q),
+                           "stability": share})
     win = round_floats({"predicted": window.predicted, "low": window.low, "high": window.high,
                         "allowance": window.allowance})
     rivals = round_floats(dict(window.rivals))
@@ -426,14 +468,16 @@ def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindo
                  f"(95% CI [{fmt(values['ci_low'])}, {fmt(values['ci_high'])}], {fit.n} points, "
                  f"{variable} {fmt(values['x_min'], 4)}–{fmt(values['x_max'], 4)}); "
                  f"window [{fmt(win['low'])}, {fmt(win['high'])}) around {fmt(win['predicted'])}; "
-                 f"rivals {rival_text}")
-    _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=decision.status,
+                 f"rivals {rival_text}; this verdict in {fmt(100 * share)}% of "
+                 f"{fitting.STABILITY_RESAMPLES} seed resamples (at least {fmt(100 * fitting.STABILITY_MIN)}% "
+                 "to pass)")
+    _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=status,
             window=win, rivals=rivals, erratum=erratum)
 
 
 def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, float],
-         rivals: Mapping[str, float], allowance: str, ref: str, label: str, variable: str = "m",
-         quantity: str = "y", erratum: str | None = None) -> None:
+         rivals: Mapping[str, float], allowance: str, ref: str | None = None, label: str | None = None,
+         variable: str = "m", quantity: str = "y", erratum: str | None = None) -> None:
     """Claim that y ∝ x^a with a fitted exponent a inside ``window`` and every rival ruled out.
 
     The exponent is the least-squares slope of log y on log x over all points
@@ -459,13 +503,14 @@ def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, f
     Records the window, the rivals, the slope, its standard error and 95% interval, the number of
     points, the range of x and r².
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     win = fitting.rate_window(predicted, window, rivals, allowance=allowance)
     _rate_claim("rate", claim, x, y, win, ref=ref, label=label, variable=_text("variable", variable),
                 quantity=_text("quantity", quantity), erratum=erratum)
 
 
-def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], ref: str, label: str,
+def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], ref: str | None = None,
+          label: str | None = None,
           variable: str = "m", quantity: str = "y", erratum: str | None = None) -> None:
     """Claim that y is Θ(1) in x (``expect="constant"``) or decays (``expect="decay"``).
 
@@ -479,7 +524,7 @@ def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], r
     the nearer exponent, and the 95% interval must rule out the other.  Windows are half-open
     (:class:`ntkbook.fitting.RateWindow`), so the meeting point −1/4 is Θ(1), never both.
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     V.choice("expect", expect, fitting.ORDER_WINDOWS)
     _rate_claim("order", claim, x, y, fitting.ORDER_WINDOWS[expect], ref=ref, label=label,
                 variable=_text("variable", variable), quantity=_text("quantity", quantity), erratum=erratum)
@@ -523,7 +568,7 @@ def _closeness_text(values: Mapping[str, Any]) -> str:
 
 
 def close(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, precision_reason: str,
-          ref: str, label: str, erratum: str | None = None) -> None:
+          ref: str | None = None, label: str | None = None, erratum: str | None = None) -> None:
     """Claim ``|value − reference| ≤ atol + rtol·|reference|`` elementwise, against an independent reference
     (closed form, dense computation, another quadrature).
 
@@ -531,25 +576,26 @@ def close(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 
     it is recorded in the criterion.  Records the number of elements and the worst absolute and
     relative errors.
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     reason = _text("precision_reason", precision_reason)
     ok, values = _closeness(value, reference, rtol, atol)
     _record(claim, kind="close", ref=ref, label=label, criterion=f"{_closeness_text(values)} ({reason})",
             measured=values, status="passed" if ok else "failed", erratum=erratum)
 
 
-def identity(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, ref: str, label: str,
+def identity(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, ref: str | None = None,
+             label: str | None = None,
              erratum: str | None = None) -> None:
     """Show an algebraic identity numerically (an illustration, never evidence: the ledger and the
     index list it as such).  Passes or fails like :func:`close`, and a failure raises (it means a bug)."""
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     ok, values = _closeness(value, reference, rtol, atol)
     _record(claim, kind="identity", ref=ref, label=label, criterion=f"illustration: {_closeness_text(values)}",
             measured=values, status="passed" if ok else "failed", erratum=erratum)
 
 
-def condition(claim: str, ok: Any, *, criterion: str, ref: str, label: str, erratum: str | None = None,
-              **measured: Any) -> None:
+def condition(claim: str, ok: Any, *, criterion: str, ref: str | None = None, label: str | None = None,
+              erratum: str | None = None, **measured: Any) -> None:
     """Claim a boolean criterion that fits none of the other kinds (e.g. every run met the stopping
     rule).
 
@@ -559,13 +605,14 @@ def condition(claim: str, ok: Any, *, criterion: str, ref: str, label: str, erra
             2000 steps"``.
         **measured: the numbers behind it (scalars or small arrays), recorded.
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     passed = _boolean(claim, ok)
     _record(claim, kind="condition", ref=ref, label=label, criterion=_text("criterion", criterion),
             measured=measured, status="passed" if passed else "failed", erratum=erratum)
 
 
-def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str, label: str,
+def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str | None = None,
+                 label: str | None = None,
                  erratum: str | None = None, **measured: Any) -> None:
     """Show a check that is not evidence: it is recorded and displayed like a claim (kind ``illustration``), and
     a failure raises like any claim's, but the ledger page and the index never count it as evidence.
@@ -580,7 +627,7 @@ def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str, lab
         why: why this is an illustration and not evidence (recorded in the criterion).
         **measured: the numbers behind it, recorded.
     """
-    claim, ref, label = _check_claim(claim), _check_ref(ref), _check_label(label)
+    claim, (ref, label) = _check_claim(claim), _about(ref, label)
     passed = _boolean(claim, ok)
     text = _not_evidence_text(_text("why", why), _text("criterion", criterion))
     _record(claim, kind="illustration", ref=ref, label=label, criterion=text, measured=measured,
@@ -612,6 +659,7 @@ __all__ = [
     "STATUS_MARKS",
     "TOLERANCE_RESOLUTION",
     "Verdict",
+    "about",
     "bound",
     "calls_claims",
     "close",

@@ -17,7 +17,8 @@ contain the prediction and no rival (:class:`RateWindow` raises ``ValueError`` o
 
 Also here: :func:`log_factor_allowance` (how much a factor (log x)^p moves a log–log slope — the
 usual finite-size allowance for Õ rates), :func:`ci_position` (where a value lies relative to a fit's
-interval) and :func:`fit_geometric_rate` (q of y_t ≈ C·qᵗ).
+interval), :func:`verdict_stability` (the share of seed-bootstrap resamples that reach a verdict; a rate claim
+passes only if it is at least :data:`STABILITY_MIN`) and :func:`fit_geometric_rate` (q of y_t ≈ C·qᵗ).
 """
 
 from __future__ import annotations
@@ -299,6 +300,54 @@ def decide_rate(fit: PowerLawFit, window: RateWindow) -> RateDecision:
         reasons = [f"{where} is inside the window and the 95% interval excludes every rival"]
         status = "passed"
     return RateDecision(status, fit, window, tuple(inside), tuple(reasons))
+
+
+STABILITY_RESAMPLES = 1000
+"""Seed-bootstrap resamples behind :func:`verdict_stability`."""
+STABILITY_MIN = 0.95
+"""The share of resamples that must reach a rate claim's verdict for it to pass (``ntkbook.claims``)."""
+
+
+def verdict_stability(x: Any, y: Any, window: RateWindow, status: str, *, resamples: int = STABILITY_RESAMPLES,
+                      seed: int = 0) -> float:
+    """The share of seed-bootstrap resamples whose verdict under :func:`decide_rate` is ``status``.
+
+    Each resample keeps every x and draws, for each distinct x, as many points as it has from its own points
+    with replacement (the seeds of one width resampled among themselves); the log–log fit and the rule of
+    :func:`decide_rate` are applied to it (vectorized: the slope is linear in log y).  A verdict that a few
+    lucky seeds decide has a low share.  With one point per x every resample is the data itself (share 1).
+
+    Args:
+        x, y: the points of the claim (positive, same size).
+        window: the claim's window.
+        status: the verdict whose stability is measured.
+        resamples: number of resamples.
+        seed: seed of the NumPy generator (fixed: two executions record the same share).
+    """
+    lx = np.log(V.numpy_array("x", x, integers=True).ravel())
+    ly = np.log(V.numpy_array("y", y, integers=True).ravel())
+    resamples = V.positive_int("resamples", resamples)
+    rng = np.random.default_rng(seed)
+    idx = np.empty((resamples, lx.size), dtype=np.int64)
+    for value in np.unique(lx):
+        members = np.flatnonzero(lx == value)
+        idx[:, members] = members[rng.integers(0, members.size, size=(resamples, members.size))]
+    lyb = ly[idx]
+    centered = lx - lx.mean()
+    sxx = float(np.sum(centered**2))
+    slope = lyb @ centered / sxx
+    resid = lyb - lyb.mean(axis=1, keepdims=True) - slope[:, None] * centered[None, :]
+    n = lx.size
+    if n > 2:
+        half = stats.t.ppf(0.975, df=n - 2) * np.sqrt(np.sum(resid**2, axis=1) / (n - 2) / sxx)
+    else:
+        half = np.full(resamples, np.inf)
+    inside = (slope >= window.low) & (slope < window.high)
+    rival_in_ci = np.zeros(resamples, bool)
+    for _, exponent in window.rivals:
+        rival_in_ci |= (slope - half <= exponent) & (exponent <= slope + half)
+    verdict = np.where(~inside, "failed", np.where(rival_in_ci, "inconclusive", "passed"))
+    return float(np.mean(verdict == status))
 
 
 #: The standard windows of a Θ(1)-versus-decay claim (``nb.claims.order``): half-way between the

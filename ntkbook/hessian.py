@@ -38,11 +38,12 @@ import numpy as np
 
 from . import _validation as V
 from . import hessian_compressed as hc
+from .ball import project
 from .eigen import EigenResult, SymmetricOperator, extreme_eigenpairs
 from .models.conv import ConvNet
 from .models.dense import MLP
 from .models.resnet import ResNet
-from .pytree import FlatSpec, flat_spec, project_to_ball, tree_axpy, tree_norm, tree_scale, tree_sub
+from .pytree import FlatSpec, flat_spec, tree_axpy, tree_norm, tree_scale, tree_sub
 
 Array = jax.Array
 PyTree = Any
@@ -415,7 +416,7 @@ def _distance(a, b):
 @jax.jit
 def _step_and_project(params, direction, center, step, radius):
     """Proj_{B(center, radius)}(params + step · direction) in one compiled call."""
-    return project_to_ball(tree_axpy(step, direction, params), center, radius)
+    return project(tree_axpy(step, direction, params), center, radius)
 
 
 def ascend_hessian_norm(

@@ -2,8 +2,8 @@
 
 Parameters of every model in the book are pytrees (nested dicts/lists of arrays).  The Hessian and
 kernel code treats them as one flat vector w ∈ ℝ^P; these helpers do the vector-space operations
-without flattening (norms, inner products, axpy, random directions, points in a ball, the projection
-onto a ball).
+without flattening (norms, inner products, axpy, Gaussian pytrees, flat views); the ball B(w₀, R)
+itself lives in :mod:`ntkbook.ball`.
 """
 
 from __future__ import annotations
@@ -62,50 +62,6 @@ def tree_normal_like(key: jax.Array, tree: PyTree) -> PyTree:
     keys = jax.random.split(key, len(leaves))
     new = [normal(k, x.shape, x.dtype) for k, x in zip(keys, leaves, strict=True)]
     return jax.tree_util.tree_unflatten(treedef, new)
-
-
-def random_direction(key: jax.Array, tree: PyTree) -> PyTree:
-    """A direction uniformly distributed on the unit sphere of ℝ^P (P = num_params(tree))."""
-    g = tree_normal_like(key, tree)
-    return tree_scale(1.0 / tree_norm(g), g)
-
-
-def point_on_sphere(key: jax.Array, center: PyTree, radius: float) -> PyTree:
-    """A uniformly random point with ‖w − center‖ = radius."""
-    radius = V.positive_float("radius", radius, allow_zero=True)
-    return tree_axpy(radius, random_direction(key, center), center)
-
-
-def point_in_ball(key: jax.Array, center: PyTree, radius: float) -> PyTree:
-    """A uniformly random point of the ball B(center, radius) ⊂ ℝ^P.
-
-    The radius is R·U^{1/P} with U uniform on (0, 1); in high dimension almost all the volume is
-    near the sphere, so for large P this is close to :func:`point_on_sphere`.
-    """
-    radius = V.positive_float("radius", radius, allow_zero=True)
-    k_dir, k_rad = jax.random.split(key)
-    p = num_params(center)
-    r = radius * jax.random.uniform(k_rad) ** (1.0 / p)
-    return tree_axpy(r, random_direction(k_dir, center), center)
-
-
-def project_to_ball(params: PyTree, center: PyTree, radius: Any) -> PyTree:
-    """The Euclidean projection of ``params`` onto the ball B(center, radius) ⊂ ℝ^P.
-
-    Usable inside ``jit`` (a traced ``radius`` is not validated); outside, ``radius`` must be ≥ 0.
-    """
-    if not V.is_tracer(radius):
-        radius = V.positive_float("radius", radius, allow_zero=True)
-        return _project(params, center, jnp.asarray(radius, jax.tree_util.tree_leaves(params)[0].dtype))
-    return _project(params, center, radius)
-
-
-@jax.jit
-def _project(params: PyTree, center: PyTree, radius: jax.Array) -> PyTree:
-    delta = tree_sub(params, center)
-    n = tree_norm(delta)
-    scale = jnp.where(n > radius, radius / jnp.where(n > 0, n, 1.0), 1.0)
-    return tree_axpy(1.0, tree_scale(scale, delta), center)
 
 
 class FlatSpec(NamedTuple):

@@ -1,4 +1,5 @@
-"""The one Gauss–Hermite rule: Gaussian expectations in one and two dimensions (float64 NumPy).
+"""The quadrature rules: Gauss–Hermite for Gaussian expectations in one and two dimensions, and Gauss–Legendre
+on [0, 1] for integrals along a segment (float64 NumPy).
 
 For g ~ N(0, 1) and a function f,
 
@@ -75,6 +76,24 @@ def gauss_hermite(degree: int) -> tuple[np.ndarray, np.ndarray]:
         raise ValueError(f"degree must be at most {MAX_DEGREE} (NumPy's hermegauss weights underflow beyond), "
                          f"got {degree}")
     return _rule(degree)
+
+
+@cache
+def _legendre(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    t, w = np.polynomial.legendre.leggauss(nodes)
+    t, w = (t + 1.0) / 2.0, w / 2.0
+    t.flags.writeable = False
+    w.flags.writeable = False
+    return t, w
+
+
+def gauss_legendre_unit(nodes: int) -> tuple[np.ndarray, np.ndarray]:
+    """Nodes and weights of the ``nodes``-point Gauss–Legendre rule on [0, 1] (cached, read-only, float64).
+
+    ∫₀¹ f(t) dt ≈ Σ_i w_i f(t_i), exact for polynomials of degree < 2·nodes (the integral Taylor forms of
+    :mod:`ntkbook.linearization`, whose integrands are smooth along a segment).
+    """
+    return _legendre(V.positive_int("nodes", nodes))
 
 
 def gaussian_expectation(g: Callable[[np.ndarray], Any], *, mean: float = 0.0, std: float = 1.0,

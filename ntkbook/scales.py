@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
@@ -42,6 +43,8 @@ def _coerce(where: str, value: Any, hint: Any) -> Any:
             raise TypeError(f"{where} must be a string, got {value!r}")
         return value
     if origin is tuple:
+        if isinstance(value, range):
+            value = tuple(value)
         if not isinstance(value, (tuple, list)):
             raise TypeError(f"{where} must be a tuple, got {value!r}")
         args = typing.get_args(hint)
@@ -75,6 +78,124 @@ class ExperimentSettings:
     def as_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (for JSON records and digests)."""
         return {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+
+
+def _hint_of(where: str, values: list[Any]) -> Any:
+    """The one annotation that every scale's value of a field fits: bool, int, float (ints widen), str or a
+    tuple of one of these (lists are tuples)."""
+    kinds = set()
+    for v in values:
+        if isinstance(v, bool):
+            kinds.add(bool)
+        elif isinstance(v, int):
+            kinds.add(int)
+        elif isinstance(v, float):
+            kinds.add(float)
+        elif isinstance(v, str):
+            kinds.add(str)
+        elif isinstance(v, (tuple, list, range)):
+            kinds.add(tuple)
+        else:
+            raise TypeError(f"{where} must be a bool, int, float, str or a tuple of them, got {v!r}")
+    if kinds == {int, float}:
+        return float
+    if len(kinds) != 1:
+        raise TypeError(f"{where} has values of different types at the three scales: {values!r}")
+    kind = kinds.pop()
+    if kind is tuple:
+        items = [item for v in values for item in v]
+        return tuple[_hint_of(f"{where}[...]", items) if items else int, ...]
+    return kind
+
+
+class Sizes:
+    """The sizes of one experiment at one scale, declared in the chapter next to the experiment (:func:`pick`).
+
+    Frozen and typed: its fields are the same at the three scales, each of one type (ints widen to float
+    where another scale gives a float; lists become tuples); reading a field it does not have is an
+    ``AttributeError`` that lists the fields, and :meth:`replace` rejects unknown fields.  A notebook shows it
+    as one line: the scale and every field.
+    """
+
+    __slots__ = ("_hints", "_scale", "_values")
+
+    def __init__(self, scale: str, values: Mapping[str, Any], hints: Mapping[str, Any]):
+        object.__setattr__(self, "_scale", scale)
+        object.__setattr__(self, "_hints", dict(hints))
+        object.__setattr__(self, "_values", {k: _coerce(f"sizes.{k} (scale {scale!r})", v, hints[k])
+                                             for k, v in values.items()})
+
+    @property
+    def scale(self) -> str:
+        return self._scale
+
+    def __getattr__(self, name: str) -> Any:
+        values = object.__getattribute__(self, "_values")
+        if name in values:
+            return values[name]
+        raise AttributeError(f"these sizes have no field {name!r}; fields: {', '.join(values)}")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("sizes are frozen: use .replace(...) for a modified copy")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sizes) and (self._scale, self._values) == (other._scale, other._values)
+
+    def __hash__(self) -> int:
+        return hash((self._scale, tuple(self._values.items())))
+
+    def replace(self, **changes: Any) -> Sizes:
+        """A copy with some fields changed (``TypeError`` for a field these sizes do not have)."""
+        unknown = sorted(set(changes) - set(self._values))
+        if unknown:
+            raise TypeError(f"these sizes have no field {', '.join(map(repr, unknown))}; "
+                            f"fields: {', '.join(self._values)}")
+        return Sizes(self._scale, {**self._values, **changes}, self._hints)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a plain dict (for JSON records and digests)."""
+        return dict(self._values)
+
+    def __repr__(self) -> str:
+        return f"sizes at scale {self._scale!r}: " + "; ".join(f"{k} = {_show(v)}" for k, v in self._values.items())
+
+    def _repr_html_(self) -> str:
+        import html
+
+        items = "; ".join(f"{html.escape(k)} = <code>{html.escape(_show(v))}</code>" for k, v in self._values.items())
+        return f'<p class="ntkbook-sizes">Sizes at scale <strong>{html.escape(self._scale)}</strong>: {items}</p>'
+
+
+def _show(value: Any) -> str:
+    if isinstance(value, tuple):
+        return ", ".join(_show(v) for v in value) if value else "none"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def pick(scale: str | None = None, *, ci: Mapping[str, Any], book: Mapping[str, Any],
+         paper: Mapping[str, Any]) -> Sizes:
+    """The sizes of one experiment at ``scale`` (:func:`resolve`), declared at all three scales in the chapter.
+
+    ``pick(scale, ci=dict(widths=(32, 64), seeds=3), book=dict(widths=(64, 256, 1024), seeds=5), paper=...)``
+
+    Raises:
+        ValueError: for an unknown scale, or when the scales do not declare the same fields.
+        TypeError: when a field's values do not share one type (see :class:`Sizes`).
+    """
+    scale = resolve(scale)
+    declared = {"ci": ci, "book": book, "paper": paper}
+    for name, values in declared.items():
+        V.mapping(name, values)
+    fields = list(ci)
+    for name, values in declared.items():
+        if set(values) != set(fields):
+            missing, extra = sorted(set(fields) - set(values)), sorted(set(values) - set(fields))
+            raise ValueError(f"the scales must declare the same sizes: {name} lacks {missing} and adds {extra} "
+                             f"(compared with ci: {fields})")
+    hints = {k: _hint_of(f"sizes.{k}", [declared[s][k] for s in SCALES]) for k in fields}
+    return Sizes(scale, {k: declared[scale][k] for k in fields}, hints)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -1,6 +1,22 @@
 """The one sweep engine: grids of pieces, seeds from coordinates, tidy tables, a resumable piece cache.
 
-An experiment that varies sizes (widths, seeds, activations, ...) is a :class:`Sweep`: a function
+A chapter's experiment is a plain function of a PRNG key and its coordinates, run over a grid::
+
+    def kernel_change(key, width, radius):
+        ...
+        return {"ΔK": ..., "bound": ...}
+
+    rows = nb.sweep.run(kernel_change, width=(64, 256), radius=(0.5, 1.0), seed=range(4))
+
+:func:`run` calls it once per *piece* (one point of the grid), with the key derived from the function's
+name and the piece's coordinates (:func:`piece_key`); the axis ``seed`` only selects the key and is not
+passed to the function.  ``jit=True`` compiles the function (the coordinates other than the seed are
+static); ``vmap_seeds=True`` computes all seeds of a grid point in one compiled, vmapped call (the
+function must then be traceable and return arrays).  The result is one tidy pandas table: the coordinates,
+then the function's columns, one row per piece (or per sub-item, when the function returns equal-length
+arrays).
+
+The paper figures that the command line reproduces use the typed form, a :class:`Sweep`: a function
 that lists its *pieces* — small dicts of coordinates such as ``{"width": 256, "seed": 3}`` — and a
 function that computes one piece.  :func:`run` computes the pieces and returns one tidy pandas table
 (one row per piece and sub-item, coordinates as columns).  The chapters and the command line
@@ -26,6 +42,7 @@ be spread over the devices of one host with :mod:`ntkbook.parallel` (JAX's own s
 from __future__ import annotations
 
 import hashlib
+import inspect
 import itertools
 import json
 import time
@@ -198,85 +215,179 @@ def cache_directory(sweep: Sweep, settings: ExperimentSettings, cache: str | Pat
 
 
 def run(
-    sweep: Sweep,
-    settings: ExperimentSettings,
+    experiment: Sweep | Callable[..., Rows],
+    settings: Any = None,
     *,
     cache: str | Path | None = None,
     resume: bool = True,
     shard: tuple[int, int] | None = None,
     show_progress: bool = True,
+    jit: bool = False,
+    vmap_seeds: bool = False,
+    name: str | None = None,
+    **axes: Iterable[Any],
 ) -> pd.DataFrame:
-    """Compute (or load) every piece of ``sweep`` and return one tidy table.
+    """Compute (or load) every piece of an experiment and return one tidy table.
+
+    Two forms:
+
+    * ``run(fn, width=..., seed=range(s), ...)`` — a chapter's experiment: ``fn(key, **coordinates)``
+      returns its columns (a dict of scalars or of equal-length arrays, a DataFrame or a list of rows) for one
+      point of the grid of ``axes``; ``seed`` only selects the key.  ``jit`` compiles ``fn`` (coordinates
+      other than the seed static); ``vmap_seeds`` computes the seeds of one grid point in one compiled,
+      vmapped call (``fn`` traceable, returning arrays).  ``settings`` (optional: the chapter's
+      :class:`~ntkbook.scales.Sizes`) enters the cache's digest with ``fn``'s source.
+    * ``run(sweep, settings)`` — a :class:`Sweep` with its typed settings (the reproductions).
 
     Args:
-        sweep: the experiment.
-        settings: its typed settings (of the type registered for ``sweep.name``).
+        experiment: the function, or a :class:`Sweep`.
+        settings: see above.
         cache: a directory for the piece cache, or None for no cache (the chapters' default).
         resume: with a cache, reuse finished pieces (False recomputes and overwrites them).
-        shard: ``(i, n)``: compute only the pieces with index ≡ i (mod n) and return their rows.
+        shard: ``(i, n)``: compute only the pieces (grid points, with ``vmap_seeds``) with index ≡ i (mod n).
         show_progress: a tqdm bar over the pieces (silenced by ``NTKBOOK_PROGRESS=0``).
+        jit, vmap_seeds: see above (function form only).
+        name: the experiment's name in keys and the cache (default: the function's ``__name__``).
+        **axes: coordinate name → values (function form only); the grid is their product, last axis fastest.
 
     Returns:
-        A DataFrame with the coordinate columns first, then the piece's columns, pieces in the order
-        of ``sweep.pieces(settings)``.  ``table.attrs`` holds ``sweep``, ``pieces`` (count),
-        ``cached_pieces``, ``seconds`` (wall time of this call) and ``compute_seconds`` (time spent
-        computing pieces, cached pieces counting with the time recorded when they were computed).
+        A DataFrame with the coordinate columns first, then the piece's columns, pieces in grid order.
+        ``table.attrs`` holds ``sweep``, ``pieces`` (count), ``cached_pieces``, ``seconds`` (wall time of this
+        call) and ``compute_seconds`` (time spent computing pieces, cached pieces counting with the time
+        recorded when they were computed).
+
+    Raises:
+        TypeError: for an experiment that is neither, or settings of the wrong type.
+        ValueError: for an empty grid, a repeated piece, or columns that disagree with the coordinates.
     """
-    if not isinstance(sweep, Sweep):
-        raise TypeError(f"sweep must be a Sweep, got {type(sweep).__name__}")
-    if not isinstance(settings, ExperimentSettings):
-        raise TypeError(f"settings must be the typed settings of {sweep.name!r} (ntkbook.scales.get), "
-                        f"got {type(settings).__name__}")
     start = time.perf_counter()
-    pieces = [to_jsonable(dict(p)) for p in sweep.pieces(settings)]
+    if isinstance(experiment, Sweep):
+        if axes or jit or vmap_seeds or name is not None:
+            raise TypeError("a Sweep takes its pieces from its settings: no axes, jit, vmap_seeds or name")
+        if not isinstance(settings, ExperimentSettings):
+            raise TypeError(f"settings must be the typed settings of {experiment.name!r} (ntkbook.scales.get), "
+                            f"got {type(settings).__name__}")
+        label = experiment.name
+        pieces = [to_jsonable(dict(p)) for p in experiment.pieces(settings)]
+        directory = None if cache is None else cache_directory(experiment, settings, cache)
+
+        def compute(coords: Coords) -> Rows:
+            return experiment.compute(coords, settings, piece_key(label, coords))
+
+        groups = None
+    elif callable(experiment):
+        label = V.callable_("experiment", experiment).__name__ if name is None else name
+        if not isinstance(label, str) or not label or label == "<lambda>":
+            raise ValueError(f"name must be a non-empty string naming the experiment, got {label!r}")
+        if not axes:
+            raise ValueError("give the grid as keyword arguments, e.g. width=(64, 256), seed=range(4)")
+        if vmap_seeds and "seed" not in axes:
+            raise ValueError("vmap_seeds needs a 'seed' axis")
+        pieces = grid(**axes)
+        directory = None if cache is None else Path(cache) / label / _function_digest(experiment, settings)
+        compute, groups = _function_compute(experiment, label, list(axes), jit=jit or vmap_seeds,
+                                            vmap_seeds=vmap_seeds)
+    else:
+        raise TypeError(f"experiment must be a function or a Sweep, got {type(experiment).__name__}")
     if not pieces:
-        raise ValueError(f"sweep {sweep.name!r} has no pieces for these settings")
+        raise ValueError(f"sweep {label!r} has no pieces")
+    _check_pieces(label, pieces)
     names = list(pieces[0])
-    seen = set()
-    for p in pieces:
-        if list(p) != names:
-            raise ValueError(f"sweep {sweep.name!r}: every piece must have the coordinates {names}, got {list(p)}")
-        text = canonical_json(p)
-        if text in seen:
-            raise ValueError(f"sweep {sweep.name!r}: the piece {p} appears twice")
-        seen.add(text)
-    selected = range(len(pieces))
+    units = [[p] for p in pieces] if groups is None else groups(pieces)
+    selected = range(len(units))
     if shard is not None:
         i, n = _check_shard(shard)
-        selected = range(i, len(pieces), n)
-    store = None if cache is None else PieceCache(cache_directory(sweep, settings, cache))
+        selected = range(i, len(units), n)
+    store = None if directory is None else PieceCache(directory)
     frames, cached, compute_seconds = [], 0, 0.0
-    iterator = (pieces[j] for j in selected)
+    iterator = (units[j] for j in selected)
     if show_progress:
-        iterator = progress(iterator, desc=sweep.name, total=len(selected))
-    for coords in iterator:
-        columns = store.load(coords) if (store is not None and resume) else None
-        if columns is None:
+        iterator = progress(iterator, desc=label, total=len(selected))
+    for unit in iterator:
+        loaded = [store.load(c) if (store is not None and resume) else None for c in unit]
+        if any(columns is None for columns in loaded):
             t0 = time.perf_counter()
-            frame = _as_frame(sweep.compute(coords, settings, piece_key(sweep.name, coords)),
-                              f"sweep {sweep.name!r}, piece {coords}")
-            seconds = time.perf_counter() - t0
-            columns = {str(k): _plain(frame[k].tolist()) for k in frame.columns}
-            if store is not None:
-                store.save(coords, columns, seconds)
+            results = compute(unit[0]) if groups is None else compute(unit)
+            seconds = (time.perf_counter() - t0) / len(unit)
+            loaded = []
+            for coords, rows in zip(unit, [results] if groups is None else results, strict=True):
+                frame = _as_frame(rows, f"sweep {label!r}, piece {coords}")
+                columns = {str(k): _plain(frame[k].tolist()) for k in frame.columns}
+                if store is not None:
+                    store.save(coords, columns, seconds)
+                loaded.append(columns)
+            compute_seconds += seconds * len(unit)
         else:
-            cached += 1
-            seconds = store.seconds(coords)
-        compute_seconds += seconds
-        frame = pd.DataFrame(columns)
-        _check_columns(sweep, coords, frame)
-        for k in reversed(names):
-            if k in frame.columns:
-                if not (frame[k] == coords[k]).all():
-                    raise ValueError(f"sweep {sweep.name!r}, piece {coords}: column {k!r} disagrees with the "
-                                     "piece's coordinate")
-                frame = frame.drop(columns=k)
-            frame.insert(0, k, [coords[k]] * len(frame))
-        frames.append(frame)
+            cached += len(unit)
+            compute_seconds += sum(store.seconds(c) for c in unit)
+        for coords, columns in zip(unit, loaded, strict=True):
+            frame = pd.DataFrame(columns)
+            if isinstance(experiment, Sweep):
+                _check_columns(experiment, coords, frame)
+            for k in reversed(names):
+                if k in frame.columns:
+                    if not (frame[k] == coords[k]).all():
+                        raise ValueError(f"sweep {label!r}, piece {coords}: column {k!r} disagrees with the "
+                                         "piece's coordinate")
+                    frame = frame.drop(columns=k)
+                frame.insert(0, k, [coords[k]] * len(frame))
+            frames.append(frame)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=names)
-    table.attrs.update(sweep=sweep.name, pieces=len(selected), cached_pieces=cached,
+    table.attrs.update(sweep=label, pieces=sum(len(units[j]) for j in selected), cached_pieces=cached,
                        seconds=time.perf_counter() - start, compute_seconds=compute_seconds)
     return table
+
+
+def _check_pieces(label: str, pieces: list[dict[str, Any]]) -> None:
+    names, seen = list(pieces[0]), set()
+    for p in pieces:
+        if list(p) != names:
+            raise ValueError(f"sweep {label!r}: every piece must have the coordinates {names}, got {list(p)}")
+        text = canonical_json(p)
+        if text in seen:
+            raise ValueError(f"sweep {label!r}: the piece {p} appears twice")
+        seen.add(text)
+
+
+def _function_digest(fn: Callable[..., Any], settings: Any) -> str:
+    """A short digest of a function's source and the settings it was run with: its cache directory."""
+    try:
+        source = inspect.getsource(fn)
+    except (OSError, TypeError):
+        source = getattr(fn, "__qualname__", repr(fn))
+    sizes = settings.as_dict() if hasattr(settings, "as_dict") else settings
+    return digest({"source": source, "settings": to_jsonable(sizes)})[:16]
+
+
+def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str], *, jit: bool,
+                      vmap_seeds: bool) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+    """(compute, groups) for the function form of :func:`run`: ``compute(coords)`` (or, with ``vmap_seeds``,
+    ``compute(list of coords)`` → list of rows) and how pieces group (None: one piece at a time)."""
+    static = tuple(a for a in axis_names if a != "seed")
+
+    def arguments(coords: Coords) -> dict[str, Any]:
+        return {k: coords[k] for k in static}
+
+    if vmap_seeds:
+        def batched(keys: jax.Array, **others: Any) -> Any:
+            return jax.vmap(lambda k: fn(k, **others))(keys)
+
+        compiled = jax.jit(batched, static_argnames=static)
+
+        def compute_group(unit: list[Coords]) -> list[dict[str, Any]]:
+            keys = jax.numpy.stack([piece_key(label, c) for c in unit])
+            out = jax.tree_util.tree_map(np.asarray, compiled(keys, **arguments(unit[0])))
+            return [jax.tree_util.tree_map(lambda a, i=i: a[i], out) for i in range(len(unit))]
+
+        def groups(pieces: list[Coords]) -> list[list[Coords]]:
+            by: dict[str, list[Coords]] = {}
+            for p in pieces:
+                by.setdefault(canonical_json(arguments(p)), []).append(p)
+            return list(by.values())
+
+        return compute_group, groups
+    call = jax.jit(fn, static_argnames=static) if jit else fn
+    return (lambda coords: call(piece_key(label, coords), **arguments(coords))), None
 
 
 def _check_columns(sweep: Sweep, coords: Coords, frame: pd.DataFrame) -> None:

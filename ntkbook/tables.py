@@ -15,7 +15,8 @@ below 10⁻³ and from 10⁶ on.  Units go in the headers: name the column ``"ti
 next to an order claim's window; :func:`quantities` shows a dict of named scalars as two columns
 (quantity, value).
 :func:`markdown` stays for the few tables whose cells hold maths (``$...$``), which only a Markdown
-output typesets.  :func:`summarize` condenses a sweep to one row per width (geometric means over seeds).
+output typesets.  :func:`summarize` condenses a sweep to one row per coordinate value (mean, geometric mean,
+median, min or max over seeds, optionally with the range).
 """
 
 from __future__ import annotations
@@ -264,8 +265,8 @@ def quantities(values: Mapping[str, Any], *, caption: str | None = None,
     return show({"quantity": list(values), "value": list(values.values())}, caption=caption, digits=digits)
 
 
-def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
-              where: Any = None) -> dict[str, np.ndarray]:
+def geometric_means(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
+                    where: Any = None) -> dict[str, np.ndarray]:
     """Per value of ``by`` (e.g. width): the geometric mean over seeds of each (positive) field.
 
     ``where`` optionally selects the rows (a boolean array).  Returns ``{by: values, field: means}``.
@@ -278,6 +279,88 @@ def summarize(sweep: Mapping[str, Any], by: str, fields: tuple[str, ...], *,
         col = np.asarray(sweep[f], dtype=np.float64)
         out[f] = np.array([np.exp(np.mean(np.log(col[sel & (keys == v)]))) for v in values])
     return out
+
+
+STATS = {"mean": "Means", "gmean": "Geometric means", "median": "Medians", "min": "Smallest values",
+         "max": "Largest values"}
+"""The statistics :func:`summarize` can show, with the words its caption uses."""
+
+
+def _statistic(values: np.ndarray, stat: str, column: str) -> float:
+    if stat == "gmean":
+        if np.any(values <= 0):
+            raise ValueError(f"column {column!r} has values <= 0: a geometric mean needs positive values "
+                             "(use stat='mean' or 'median')")
+        return float(np.exp(np.mean(np.log(values))))
+    return float({"mean": np.mean, "median": np.median, "min": np.min, "max": np.max}[stat](values))
+
+
+def summarize(rows: Mapping[str, Any] | pd.DataFrame, by: str | Sequence[str],
+              columns: Sequence[str] | Mapping[str, str] | None = None, *, stat: str = "mean",
+              spread: bool = False, caption: str | None = None, transpose: bool = False,
+              digits: int = 4) -> Table:
+    """A sweep's table condensed to one row per value of the coordinates ``by``: ``stat`` of each column over
+    the other rows of that value (the seeds), and with ``spread`` its smallest and largest value.
+
+    ``summarize(rows, "width", {"dist2": "‖w* − w₀‖", "eq2": "Eq. 2 bound"}, stat="gmean")``
+
+    Args:
+        rows: the tidy table of :func:`ntkbook.sweep.run` (or a dict of equal-length columns).
+        by: the coordinate(s) that label the rows.
+        columns: the columns to show, in order; a mapping gives each its header (words or maths with units;
+            it may rename the ``by`` columns too).  Default: every numeric column but ``by`` and ``seed``.
+        stat: one of :data:`STATS` (``"gmean"``: geometric mean, for positive quantities on log scales).
+        spread: write each cell as ``stat (min–max)``.
+        caption: a sentence after the automatic one ("Means over 5 seeds.").
+        transpose: one row per column and one column per value of ``by`` (for many columns and few values).
+        digits: significant digits.
+
+    Raises:
+        TypeError: if ``rows`` is not a table.
+        ValueError: for an unknown column or statistic, or a geometric mean of values that are not positive.
+    """
+    frame = to_frame(rows)
+    by = [by] if isinstance(by, str) else list(by)
+    V.choice("stat", stat, STATS)
+    headers = dict(columns) if isinstance(columns, Mapping) else {}
+    if columns is None:
+        names = [c for c in frame.columns if c not in by and c != "seed"
+                 and pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]
+    else:
+        names = [c for c in columns if c not in by]
+    unknown = [c for c in [*by, *names] if c not in frame.columns]
+    if unknown:
+        raise ValueError(f"rows have no column {', '.join(map(repr, unknown))}; columns: {list(frame.columns)}")
+    groups = list(frame.groupby(by, sort=False))
+    sizes = sorted({len(g) for _, g in groups})
+    out: dict[str, list[Any]] = {headers.get(b, b): [] for b in by}
+    for name in names:
+        out[headers.get(name, name)] = []
+    for key, group in groups:
+        key = key if isinstance(key, tuple) else (key,)
+        for b, v in zip(by, key, strict=True):
+            out[headers.get(b, b)].append(v)
+        for name in names:
+            values = np.asarray(group[name], dtype=np.float64)
+            value = _statistic(values, stat, name)
+            if spread:
+                value = " ".join([format_number(value, digits), f"({format_number(float(values.min()), digits)}–"
+                                  f"{format_number(float(values.max()), digits)})"])
+            out[headers.get(name, name)].append(value)
+    count = f"{sizes[0]}" if len(sizes) == 1 else f"{sizes[0]}–{sizes[-1]}"
+    words = f"{STATS[stat]} over {count} run{'s' if sizes[-1] > 1 else ''} per row"
+    if spread:
+        words += ", smallest–largest in brackets"
+    text = f"{words}. {caption}" if caption else f"{words}."
+    if transpose:
+        labels = [", ".join(f"{headers.get(b, b)} = {format_number(v) if _is_number(v) else v}"
+                            for b, v in zip(by, vals, strict=True))
+                  for vals in zip(*(out[headers.get(b, b)] for b in by), strict=True)]
+        body = {"quantity": [headers.get(n, n) for n in names]}
+        for i, label in enumerate(labels):
+            body[label] = [out[headers.get(n, n)][i] for n in names]
+        return show(body, caption=text, digits=digits)
+    return show(out, caption=text, digits=digits)
 
 
 def fit_cells(x: Any, y: Any) -> dict[str, Any]:

@@ -6,8 +6,9 @@
 * ``"cross_entropy"``: L(w) = −(1/n) Σᵢ Σ_c y_ic log softmax(f(w; xᵢ))_c  (f are logits, y one-hot or
   probabilities).
 
-Papers write other normalizations; only the step size changes.  Gradient descent on c·L with step η is
-gradient descent on L with step c·η, so: Liu–Zhu–Belkin's ½Σ (Theorem 5.1) and Oymak–Soltanolkotabi's
+Papers write other normalizations; only the step size changes (:func:`loss_scale`, :func:`book_step`: the one
+place where a paper's step becomes the book's).  Gradient descent on c·L with step η is gradient descent on L
+with step c·η, so: Liu–Zhu–Belkin's ½Σ (Theorem 5.1) and Oymak–Soltanolkotabi's
 L(W) = ½‖f(W) − y‖² (Eq. 2.1) are n·L — their step η is our n·η; the square loss of Eq. (47) of
 Liu–Zhu–Belkin 2020, (1/N)Σ‖f̃ − y‖², is 2·L — its step η is our 2η.  A mini-batch B is weighted
 1/(2|B|), so SGD with one index per step is the update of Oymak–Soltanolkotabi's Eq. (2.9),
@@ -98,21 +99,48 @@ def loss_value(apply_fn: ApplyFn, params: PyTree, x: Any, y: Any, loss: str = "s
     return _LOSS_FNS[loss](apply_fn(params, x), y)
 
 
-def step_size_from_kernel(kernel: Any, n: int, *, factor: float = 1.0) -> float:
+def step_size_from_kernel(kernel: Any, n: int, *, factor: Any = 1.0) -> Any:
     """η = factor · n / λ_max(K) for the square loss L = (1/2n) Σᵢ ‖f(w; xᵢ) − yᵢ‖².
 
     On the linearized model the Hessian of L is (1/n)JᵀJ with largest eigenvalue λ_max(K)/n, so
     gradient descent is stable iff η < 2n/λ_max(K), i.e. ``factor`` < 2; the default ``factor`` = 1
     is half the limit.  ``kernel`` is the (n, n) — or flattened (n·k, n·k) — tangent kernel at
-    initialization; ``n`` the number of training inputs.
+    initialization; ``n`` the number of training inputs.  Outside ``jit`` the eigenvalue is computed in
+    float64 on the host and a float is returned; a traced kernel (inside ``jit``/``vmap``) gives a traced step
+    (``jnp.linalg.eigvalsh`` of the symmetrized kernel, in its dtype).
     """
+    n = V.positive_int("n", n)
+    if V.is_tracer(kernel) or V.is_tracer(factor):
+        k = jnp.asarray(kernel)
+        return factor * n / jnp.linalg.eigvalsh(0.5 * (k + k.T))[-1]
     k = V.numpy_array("kernel", kernel, ndim=2)
     factor = V.positive_float("factor", factor)
-    n = V.positive_int("n", n)
     lam = float(lambda_max(k))  # dense, symmetrized, float64 (ntkbook.eigen)
     if lam <= 0:
         raise ValueError("kernel has no positive eigenvalue: the model does not move under gradient descent")
     return factor * n / lam
+
+
+LOSS_CONVENTIONS = ("book", "half-sum", "mean")
+"""How the papers normalize the square loss, relative to the book's L = (1/2n) Σᵢ ‖fᵢ − yᵢ‖²:
+``"half-sum"`` ½ Σᵢ ‖fᵢ − yᵢ‖² = n·L (Liu–Zhu–Belkin 2020, Thm 5.1; Oymak–Soltanolkotabi 2020, Eq. 2.1) and
+``"mean"`` (1/n) Σᵢ ‖fᵢ − yᵢ‖² = 2·L (Liu–Zhu–Belkin 2020, Eq. 47)."""
+
+
+def loss_scale(convention: str, n: int) -> float:
+    """c with (a paper's square loss) = c · L (the book's): 1, n or 2 for :data:`LOSS_CONVENTIONS`.
+
+    Gradient descent on c·L with step η is gradient descent on L with step c·η, so a paper's step η is the
+    book's c·η (:func:`book_step`) and a paper's loss value ℓ is the book's ℓ/c.
+    """
+    V.choice("convention", convention, LOSS_CONVENTIONS)
+    return {"book": 1.0, "half-sum": float(V.positive_int("n", n)), "mean": 2.0}[convention]
+
+
+def book_step(paper_step: Any, convention: str, n: int) -> Any:
+    """The step on the book's loss that makes the same update as ``paper_step`` on a paper's loss
+    (:data:`LOSS_CONVENTIONS`): ``loss_scale(convention, n) · paper_step``; traced steps stay traced."""
+    return loss_scale(convention, n) * paper_step
 
 
 def record_schedule(max_steps: int, *, per_decade: int = 12) -> np.ndarray:
@@ -923,9 +951,11 @@ __all__ = [
     "CPU_GROUP_BYTES",
     "CPU_STACK_BYTES",
     "LOSSES",
+    "LOSS_CONVENTIONS",
     "StopRule",
     "Tracker",
     "TrainResult",
+    "book_step",
     "default_group_size",
     "distance_from_start",
     "hessian_norm",
@@ -933,6 +963,7 @@ __all__ = [
     "kernel_change",
     "largest_intermediate_bytes",
     "loss_of_outputs",
+    "loss_scale",
     "loss_value",
     "record_schedule",
     "stall_reference",

@@ -15,6 +15,8 @@ test can say which defect a page shows.  Categories:
 ``ledger``    a Claims ledger page that does not list every claim of this build
 ``index``     an Index of results without rows, or that does not link every chapter with claims
 ``placeholder`` text standing in for numbers this build should report ("not measured yet", ...)
+``table``     a table in a cell output that needs a sideways scroll at 1280 px, or a column header that is a
+              code identifier (``max_param_difference``, ``dist2``) instead of words or maths
 ``js``        an uncaught JavaScript error
 """
 
@@ -213,6 +215,37 @@ _SCROLLS_AT_LAPTOP_JS = """
 def scrolls_at_laptop_width(page) -> list[Problem]:
     """Formulas and cell source code that need a horizontal scrollbar at 1280 px (call at that width)."""
     return [Problem("overflow", f"at {WIDTHS[0]} px: {m}") for m in page.evaluate(_SCROLLS_AT_LAPTOP_JS)]
+
+
+_WIDE_TABLES_JS = """
+() => {
+  const out = [];
+  for (const table of document.querySelectorAll('article.bd-article div.cell_output table')) {
+    let box = table.parentElement;
+    while (box && !['auto', 'scroll'].includes(getComputedStyle(box).overflowX)) box = box.parentElement;
+    const width = box ? box.clientWidth : document.querySelector('article.bd-article').clientWidth;
+    if (table.scrollWidth > width + 1) {
+      const head = Array.from(table.querySelectorAll('th')).slice(0, 4).map(th => th.innerText.trim()).join(' | ');
+      out.push(`a table ${Math.round(table.scrollWidth)} px wide in a ${width} px column (headers: ${head} …)`);
+    }
+  }
+  return out;
+}
+"""
+
+IDENTIFIER = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+|[a-z]+[A-Z][A-Za-z0-9]*|[a-z]+[0-9]+)$")
+"""A column header that is a code identifier: snake_case, camelCase, or letters run into digits (``dist2``)."""
+
+
+def tables_at_laptop_width(page) -> list[Problem]:
+    """Tables in cell outputs that are wider than the text column at 1280 px (call at that width), and
+    column headers that are code identifiers."""
+    problems = [Problem("table", f"at {WIDTHS[0]} px: {m}") for m in page.evaluate(_WIDE_TABLES_JS)]
+    headers = page.eval_on_selector_all("article.bd-article div.cell_output table th",
+                                        "els => els.map(e => e.innerText.trim())")
+    problems += [Problem("table", f"a column header that is a code identifier: {h!r}")
+                 for h in dict.fromkeys(headers) if IDENTIFIER.match(h)]
+    return problems
 
 
 def output_texts(page) -> list[str]:

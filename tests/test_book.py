@@ -222,6 +222,7 @@ def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Pa
         problems += reader.overflow(page, width)
         if width == reader.WIDTHS[0]:
             problems += reader.scrolls_at_laptop_width(page)
+            problems += reader.tables_at_laptop_width(page)
         if screenshots is not None:
             screenshots.mkdir(parents=True, exist_ok=True)
             # JPEG: full-page PNGs of the long pages took 2–6 s each to encode, JPEG about half of that.
@@ -250,6 +251,17 @@ def claims(site):
     return by_chapter, printed
 
 
+TABLES_NOT_YET_IN_VIEW = frozenset({
+    "book/01-tangent-kernel", "book/02-hessian-and-221-norm", "book/03-transition-to-linearity",
+    "book/03b-transition-to-linearity-in-the-ball", "book/04-lazy-training", "book/05-what-breaks-linearity",
+    "book/05b-optimization-without-linearity", "book/06-reproducing-the-experiments",
+    "book/07-assembling-weak-models", "book/07b-deep-networks-as-assemblies", "book/08-khatri-rao-and-covariances",
+    "book/09-moderate-overparameterization",
+})
+"""Chapters not yet rewritten with their experiments in view (issue 36): their tables may still scroll sideways
+and carry code-identifier headers.  Shrinks to empty as each chapter is rewritten."""
+
+
 @pytest.mark.parametrize("page_name", toc_pages())
 def test_page_in_a_real_browser(site, browser, claims, page_name):
     html, base, _ = site
@@ -273,6 +285,8 @@ def test_page_in_a_real_browser(site, browser, claims, page_name):
                 problems.append(reader.Problem("blocks", "a chapter without results"))
     finally:
         page.close()
+    if page_name in TABLES_NOT_YET_IN_VIEW:
+        problems = [p for p in problems if p.category != "table"]
     if re.match(r"book/\d", page_name) and not verdicts_printed:
         problems.append(reader.Problem("verdict", "no check cell of any chapter printed a line naming its claim"))
     assert not problems, f"{page_name}: {len(problems)} problems\n" + "\n".join(map(str, problems))

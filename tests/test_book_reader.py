@@ -69,6 +69,7 @@ PLANTED = {
     "book/02-no-claims": {"verdict"},
     "book/wide-formula": {"overflow"},
     "book/wide-code": {"overflow"},
+    "book/wide-table": {"table"},
     "book/overflow": {"overflow"},
     "book/narrow-overflow": {"overflow"},
     "book/raw-dict": {"repr"},
@@ -104,9 +105,12 @@ def make_planted_book(out: Path) -> Path:
                         "text/plain": "PASSED  demo/bound-holds  [bound]  ratio ≤ 1: worst 0.93"})
     figure = ({"mystnb": {"figure": {"caption": "A captioned figure.", "name": "fig-clean"}}},
               [_display({"image/png": _png(), "text/plain": "<Figure size 180x120 with 1 Axes>"})])
-    wide_table = "<table>" + "<tr>" + "".join(f"<td>column{i}</td>" for i in range(40)) + "</tr></table>"
-    # a wide table and a wide output may scroll in their own box; formulas and code must fit at 1280 px
-    # (on a phone they may scroll in their own box)
+    fit_table = ('<div class="ntkbook-table-wrap"><table class="ntkbook-table"><thead><tr><th>m</th>'
+                 "<th>‖w* − w₀‖</th></tr></thead><tbody><tr><td>64</td><td>1.23</td></tr></tbody></table></div>")
+    wide_table = ('<div class="ntkbook-table-wrap"><table class="ntkbook-table"><thead><tr><th>max_param_difference'
+                  "</th>" + "".join(f"<th>column {i}</th>" for i in range(40)) + "</tr></thead></table></div>")
+    # a Markdown table and a wide output other than a table may scroll in their own box; formulas, code and the
+    # tables a chapter computes must fit at 1280 px (on a phone they may scroll in their own box)
     fit_math = " + ".join(f"x_{{{i}}}^{{2}}" for i in range(12))
     clean_md = ("Inline maths $x^2$, a [link to another page](overflow.md), a code block, a wide "
                 "table and a display formula.\n\n"
@@ -115,8 +119,11 @@ def make_planted_book(out: Path) -> Path:
                 + " | ".join(f"value{i}" for i in range(30)) + " |\n\n"
                 f"$$\n{fit_math}\n$$\n")
     nbformat.write(_notebook("A clean chapter", [({}, [verdict]), figure,
-                                                  ({}, [_display({"text/html": wide_table, "text/plain": "table"})])],
+                                                  ({}, [_display({"text/html": fit_table, "text/plain": "table"})])],
                              clean_md), book / "00-clean.ipynb")
+    nbformat.write(_notebook("A computed table wider than the column",
+                             [({}, [_display({"text/html": wide_table, "text/plain": "table"})])]),
+                   book / "wide-table.ipynb")
     nbformat.write(_notebook("A chapter without its verdict line",
                              [({}, [{"output_type": "stream", "name": "stdout", "text": "done\n"}])]),
                    book / "01-no-verdict.ipynb")

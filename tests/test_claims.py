@@ -88,7 +88,8 @@ def test_rate_passes_fails_and_is_inconclusive(ledger):
     clean = recs[0]
     assert clean["window"] == {"predicted": -0.5, "low": -0.6, "high": -0.4, "allowance": "log factors: ±0.1"}
     assert clean["rivals"] == RIVALS
-    assert set(clean["measured"]) == {"slope", "stderr", "ci_low", "ci_high", "points", "x_min", "x_max", "r2"}
+    assert set(clean["measured"]) == {"slope", "stderr", "ci_low", "ci_high", "points", "x_min", "x_max", "r2",
+                                         "stability"}
     assert clean["measured"]["points"] == M.size and clean["measured"]["x_min"] == 64.0
 
 
@@ -487,3 +488,44 @@ def test_close_against_a_zero_reference_reports_no_relative_error(ledger, capsys
     assert zero["status"] == "passed" and zero["measured"]["max_rel_error"] is None
     assert "worst relative error undefined (reference 0)" in capsys.readouterr().out
     assert mixed["measured"]["max_rel_error"] == 1.0  # |2 − 1|/1; the zero-reference element is left out
+
+
+def test_about_gives_ref_and_label_once(ledger):
+    with claims.about(P20, label="prop-2-3"):
+        claims.bound("prop-2.3/in-block", [0.1], [1.0])
+        claims.bound("prop-2.3/own-label", [0.1], [1.0], label="prop-2-3-bis")
+        with claims.about("Liu–Zhu–Belkin 2020, Thm 3.1", label="thm-3-1"):
+            claims.condition("thm-3.1/nested", np.bool_(True), criterion="nested block wins")
+        claims.condition("prop-2.3/after-nested", np.bool_(True), criterion="the outer block again")
+    recs = {r["claim"]: r for r in lines(ledger)}
+    assert (recs["prop-2.3/in-block"]["ref"], recs["prop-2.3/in-block"]["label"]) == (P20, "prop-2-3")
+    assert recs["prop-2.3/own-label"]["label"] == "prop-2-3-bis"
+    assert recs["thm-3.1/nested"]["ref"] == "Liu–Zhu–Belkin 2020, Thm 3.1"
+    assert recs["prop-2.3/after-nested"]["ref"] == P20
+    with pytest.raises(TypeError, match="needs its ref and label"):
+        claims.bound("prop-2.3/outside", [0.1], [1.0])
+    with pytest.raises(ValueError, match="ref must name the paper"):
+        claims.about("a paper", label="x")
+    with pytest.raises(ValueError, match="label must be"):
+        claims.about(P20, label="two words")
+
+
+def test_a_rate_decided_by_lucky_seeds_is_inconclusive(ledger):
+    """Four seeds per width, slope near the window's edge: the fit passes on these seeds, but many resamples of
+    the seeds fall outside the window, so the claim is inconclusive (stability < 0.95)."""
+    x = np.repeat(np.geomspace(64, 16384, 5), 4)
+    rng = np.random.default_rng(3)
+    y = x**-0.72 * np.exp(0.25 * rng.normal(size=x.size))
+    fit = fitting.power_law_fit(x, y)
+    window = fitting.rate_window(-0.5, (fit.slope - 0.01, -0.25), {"Θ(1)": 0.0}, allowance="test")
+    assert fitting.decide_rate(fit, window).status == "passed"  # inside, by 0.01
+    share = fitting.verdict_stability(x, y, window, "passed")
+    assert 0.3 < share < 0.8  # about half of the resamples put the slope below the window's edge
+    rate("thm-3.1/lucky", y, x=x, window=(fit.slope - 0.01, -0.25), rivals={"Θ(1)": 0.0})
+    rec = lines(ledger)[-1]
+    assert rec["status"] == "inconclusive" and rec["measured"]["stability"] == pytest.approx(share, abs=0.1)
+    clean = x**-0.5 * np.exp(0.01 * rng.normal(size=x.size))
+    rate("thm-3.1/clean", clean, x=x, window=(-0.75, -0.25), rivals={"Θ(1)": 0.0})
+    assert lines(ledger)[-1]["status"] == "passed" and lines(ledger)[-1]["measured"]["stability"] == 1.0
+    one_per_x = np.geomspace(64, 16384, 5)
+    assert fitting.verdict_stability(one_per_x, one_per_x**-0.5, window, "passed") == 1.0

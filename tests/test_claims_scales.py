@@ -34,3 +34,27 @@ def test_scale_resolution(monkeypatch):
     assert s.replace(shape=[1, 2, 3]).shape == (1, 2, 3)
     with pytest.raises(ValueError, match="unknown experiment"):
         scales.get("nope", "ci")
+
+
+def test_sizes_declared_in_a_chapter():
+    sizes = scales.pick("ci", ci=dict(widths=(32, 64), seeds=3, lr=1), book=dict(widths=[64, 128], seeds=5, lr=1.5),
+                        paper=dict(widths=range(1, 4), seeds=10, lr=2.0))
+    assert sizes.scale == "ci" and sizes.widths == (32, 64) and sizes.seeds == 3
+    assert sizes.lr == 1.0 and isinstance(sizes.lr, float)  # an int widens where another scale gives a float
+    assert sizes.as_dict() == {"widths": (32, 64), "seeds": 3, "lr": 1.0}
+    assert "seeds = 3" in repr(sizes) and "<code>32, 64</code>" in sizes._repr_html_()
+    with pytest.raises(AttributeError, match="no field 'nope'; fields: widths, seeds, lr"):
+        _ = sizes.nope
+    with pytest.raises(AttributeError, match="frozen"):
+        sizes.seeds = 4
+    with pytest.raises(TypeError, match="no field 'nope'"):
+        sizes.replace(nope=1)
+    assert sizes.replace(seeds=4).seeds == 4
+    with pytest.raises(TypeError, match=r"sizes.seeds \(scale 'ci'\) must be an int"):
+        sizes.replace(seeds=2.5)
+    with pytest.raises(ValueError, match=r"book lacks \['seeds'\]"):
+        scales.pick("ci", ci=dict(seeds=1), book=dict(seed=1), paper=dict(seeds=1))
+    with pytest.raises(TypeError, match="different types"):
+        scales.pick("ci", ci=dict(act="tanh"), book=dict(act=1), paper=dict(act="relu"))
+    with pytest.raises(ValueError, match="unknown scale"):
+        scales.pick("tiny", ci={}, book={}, paper={})

@@ -13,13 +13,15 @@ import pytest
 import ntkbook as nb
 from ntkbook import hessian, layer_norms, models, scales
 from ntkbook import hessian_compressed as hc
+from ntkbook.ball import point_on_sphere
+from ntkbook.ball import project as project_to_ball
 from ntkbook.data import digits
 from ntkbook.data.sphere import unit_scale_input
 from ntkbook.experiments import deep_hessian as dh
 from ntkbook.experiments import deep_hessian_ball as db
 from ntkbook.models.conv import conv, conv_net
 from ntkbook.models.resnet import resnet
-from ntkbook.pytree import flat_spec, point_on_sphere, project_to_ball, tree_dot, tree_norm, tree_sub
+from ntkbook.pytree import flat_spec, tree_dot, tree_norm, tree_sub
 
 
 def _net(kind, seed=0, width=5, depth=3, d=3, activation="tanh", **kw):

@@ -5,7 +5,7 @@ import pytest
 
 import ntkbook as nb
 from conftest import reference_jacobian
-from ntkbook import kernels, models
+from ntkbook import kernels, linearization, models
 from ntkbook.models.conv import conv_net
 from ntkbook.models.densenet import densenet
 from ntkbook.models.resnet import resnet
@@ -148,7 +148,7 @@ def test_auto_picks_structured_only_for_dense_models():
     model, params = models.mlp(jax.random.key(0), (4,), input_dim=2)
     assert kernels.supports(model.apply)
     assert not kernels.supports(lambda p, x: model.apply(p, x))
-    assert not kernels.supports(models.linearize(model.apply, params))
+    assert not kernels.supports(linearization.linearize(model.apply, params))
     with pytest.raises(ValueError, match="method='structured' needs apply_fn"):
         nb.empirical_ntk(lambda p, x: model.apply(p, x), params, jnp.ones((2, 2)), method="structured")
     with pytest.raises(ValueError, match=r"x must have shape \(n, 2\)"):

@@ -77,20 +77,6 @@ def test_random_features_is_linear_in_w(x64):
     np.testing.assert_allclose(lhs, rhs, rtol=1e-12, atol=1e-12)
 
 
-def test_linearize(x64):
-    model, p0 = models.mlp(jax.random.key(11), (10, 10), input_dim=2, dtype=jnp.float64)
-    lin = models.linearize(model.apply, p0)
-    x = jax.random.normal(jax.random.key(12), (3, 2), jnp.float64)
-    np.testing.assert_allclose(lin(p0, x), model.apply(p0, x), rtol=1e-13)
-    d = jax.tree_util.tree_map(lambda a: 0.1 * jnp.ones_like(a), p0)
-    p1 = jax.tree_util.tree_map(jnp.add, p0, d)
-    p2 = jax.tree_util.tree_map(lambda a, b: a + 2 * b, p0, d)
-    np.testing.assert_allclose(lin(p2, x) - lin(p0, x), 2 * (lin(p1, x) - lin(p0, x)), rtol=1e-12)
-    # first-order agreement with the network: error O(‖d‖²)
-    small = jax.tree_util.tree_map(lambda a, b: a + 1e-4 * b, p0, d)
-    assert float(jnp.max(jnp.abs(lin(small, x) - model.apply(small, x)))) < 1e-6
-
-
 @pytest.mark.parametrize("bad", [0, -3, 2.5, "wide", True])
 def test_bad_widths(bad):
     with pytest.raises((TypeError, ValueError), match="width"):

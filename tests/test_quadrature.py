@@ -110,3 +110,14 @@ def test_bivariate_rule_against_monte_carlo(name, order):
     mc = cov.dual_kernel_monte_carlo(name, rho, jax.random.key(7), derivative=bool(order), samples=200_000)
     assert np.all(mc.stderr > 0)
     assert np.max(np.abs(quad - mc.mean) / mc.stderr) < 4.5
+
+
+def test_gauss_legendre_on_the_unit_interval_is_exact_below_twice_its_nodes():
+    t, w = Q.gauss_legendre_unit(5)
+    assert np.all((t > 0) & (t < 1)) and w.sum() == pytest.approx(1.0, rel=1e-15)
+    for k in range(10):  # ∫₀¹ t^k dt = 1/(k + 1), exact for k < 10
+        assert float(w @ t**k) == pytest.approx(1.0 / (k + 1), rel=1e-14)
+    assert float(w @ t**10) != pytest.approx(1.0 / 11, rel=1e-10)
+    assert Q.gauss_legendre_unit(5)[0] is t  # cached, read-only
+    with pytest.raises(ValueError, match="nodes"):
+        Q.gauss_legendre_unit(0)

@@ -139,3 +139,61 @@ def test_bad_sweeps_are_errors():
     ragged = sweep.Sweep(name="toy", pieces=lambda s: [{"width": 3}], compute=lambda c, s, k: {"a": [1], "b": [1, 2]})
     with pytest.raises(ValueError, match="different lengths"):
         sweep.run(ragged, SETTINGS, show_progress=False)
+
+
+def _draw(key, width):
+    """A piece of the function form: one normal draw shifted by the width, and three sub-items."""
+    return {"a": jax.random.normal(key, ()) + width, "b": jax.numpy.arange(3.0) * width}
+
+
+def _scalar_draw(key, width):
+    return {"a": jax.random.normal(key, ()) * width}
+
+
+def test_function_form_keys_come_from_coordinates():
+    full = sweep.run(_draw, width=(1, 2), seed=range(3), show_progress=False)
+    assert list(full.columns) == ["width", "seed", "a", "b"]
+    assert len(full) == 2 * 3 * 3  # three sub-items per piece
+    alone = sweep.run(_draw, width=(2,), seed=(1,), show_progress=False)
+    row = full[(full.width == 2) & (full.seed == 1)].reset_index(drop=True)
+    pd.testing.assert_frame_equal(alone, row, check_dtype=False)
+    # the key of a piece is piece_key(function name, coordinates); the seed is not passed to the function
+    expected = float(jax.random.normal(sweep.piece_key("_draw", {"width": 2, "seed": 1}), ()) + 2)
+    assert float(alone.a[0]) == expected
+
+
+def test_function_form_jit_and_vmap_give_the_same_numbers():
+    plain = sweep.run(_scalar_draw, width=(1, 3), seed=range(4), show_progress=False)
+    jitted = sweep.run(_scalar_draw, width=(1, 3), seed=range(4), jit=True, show_progress=False)
+    vmapped = sweep.run(_scalar_draw, width=(1, 3), seed=range(4), vmap_seeds=True, show_progress=False)
+    np.testing.assert_allclose(jitted.a, plain.a, rtol=1e-6)
+    np.testing.assert_allclose(vmapped.a, plain.a, rtol=1e-6)
+    assert vmapped.seed.tolist() == [0, 1, 2, 3, 0, 1, 2, 3]
+
+
+def test_function_form_cache_resumes_and_keys_on_source(tmp_path):
+    calls = []
+
+    def counted(key, width):
+        calls.append(width)
+        return {"a": float(width)}
+
+    first = sweep.run(counted, width=(1, 2), seed=range(2), cache=tmp_path, show_progress=False, settings={"n": 1})
+    again = sweep.run(counted, width=(1, 2), seed=range(2), cache=tmp_path, show_progress=False, settings={"n": 1})
+    assert len(calls) == 4 and again.attrs["cached_pieces"] == 4
+    pd.testing.assert_frame_equal(first, again)
+    sweep.run(counted, width=(1, 2), seed=range(2), cache=tmp_path, show_progress=False, settings={"n": 2})
+    assert len(calls) == 8  # other settings: another cache directory
+
+
+def test_function_form_bad_input():
+    with pytest.raises(ValueError, match="grid"):
+        sweep.run(_draw)
+    with pytest.raises(ValueError, match="seed"):
+        sweep.run(_draw, width=(1,), vmap_seeds=True)
+    with pytest.raises(ValueError, match="name"):
+        sweep.run(lambda key, width: {"a": 1.0}, width=(1,))
+    with pytest.raises(TypeError, match="function or a Sweep"):
+        sweep.run(3, width=(1,))
+    with pytest.raises(ValueError, match="appears twice"):
+        sweep.run(_draw, width=(1, 1), show_progress=False)

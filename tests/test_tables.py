@@ -96,11 +96,11 @@ def test_a_count_among_ratios_stays_an_integer():
     assert [line.split()[-1] for line in repr(t).splitlines()[2:]] == ["8", "0.5000", "1.000"]
 
 
-def test_summarize_geometric_means():
+def test_geometric_means():
     sweep = {"width": np.array([1, 1, 2, 2]), "a": np.array([1.0, 4.0, 2.0, 8.0])}
-    out = tables.summarize(sweep, "width", ("a",))
+    out = tables.geometric_means(sweep, "width", ("a",))
     np.testing.assert_allclose(out["a"], [2.0, 4.0])
-    out = tables.summarize(sweep, "width", ("a",), where=sweep["a"] < 5)
+    out = tables.geometric_means(sweep, "width", ("a",), where=sweep["a"] < 5)
     np.testing.assert_allclose(out["a"], [2.0, 2.0])
 
 
@@ -158,3 +158,27 @@ def test_fit_cells_and_order_fit_against_an_exact_power_law():
         tables.order_fit(x, y, 0)
     with pytest.raises(ValueError, match="same number"):
         tables.fit_cells(x, y[:3])
+
+
+def test_summarize_one_row_per_coordinate():
+    import pandas as pd
+
+    rows = pd.DataFrame({"width": [8, 8, 8, 32, 32, 32], "seed": [0, 1, 2] * 2, "d": [1.0, 2.0, 4.0, 3.0, 3.0, 3.0],
+                         "e": [-1.0, 0.0, 1.0, 5.0, 6.0, 7.0], "ok": [True] * 6})
+    t = tables.summarize(rows, "width", {"width": "m", "d": "‖w − w₀‖"}, stat="gmean", spread=True)
+    assert list(t.frame.columns) == ["m", "‖w − w₀‖"]
+    assert t.frame["m"].tolist() == [8, 32]
+    assert t.frame["‖w − w₀‖"].tolist() == ["2.000 (1.000–4.000)", "3.000 (3.000–3.000)"]  # (1·2·4)^(1/3) = 2
+    assert t.caption.startswith("Geometric means over 3 runs per row, smallest–largest in brackets.")
+    plain = tables.summarize(rows, "width", caption="Two widths.")
+    assert list(plain.frame.columns) == ["width", "d", "e"]  # numeric columns, not the seed or booleans
+    assert plain.frame["e"].tolist() == [0.0, 6.0] and plain.caption == "Means over 3 runs per row. Two widths."
+    t2 = tables.summarize(rows, "width", ["e"], stat="max", transpose=True)
+    assert list(t2.frame.columns) == ["quantity", "width = 8", "width = 32"]
+    assert t2.frame.iloc[0].tolist() == ["e", 1.0, 7.0]
+    with pytest.raises(ValueError, match="values <= 0"):
+        tables.summarize(rows, "width", ["e"], stat="gmean")
+    with pytest.raises(ValueError, match="no column 'nope'"):
+        tables.summarize(rows, "width", ["nope"])
+    with pytest.raises(ValueError, match="unknown stat"):
+        tables.summarize(rows, "width", stat="mode")

@@ -86,6 +86,26 @@ def test_step_size_rule_is_the_stability_limit_of_the_linear_model(x64):
         top = np.abs(run.tracked["r"] @ vecs[:, -1])
         assert top[1] / top[0] == pytest.approx(abs(1 - factor) ** 40, rel=1e-8)
         assert (top[1] < top[0]) == shrinks
+    # the same step from a traced kernel, inside jit (the experiments compute it per seed under vmap)
+    traced = jax.jit(lambda kk: training.step_size_from_kernel(kk, 6, factor=1.5))(jnp.asarray(k))
+    assert float(traced) == pytest.approx(1.5 * 6 / lam[-1], rel=1e-12)
+
+
+def test_a_papers_step_is_the_books_step_times_the_loss_scale(x64):
+    """GD on ½Σ(f − y)² with step η and on (1/n)Σ(f − y)² with step η make the same update as GD on the book's
+    (1/2n)Σ(f − y)² with steps n·η and 2η (training.book_step)."""
+    x = jax.random.normal(jax.random.key(2), (5, 3), jnp.float64)
+    y = jax.random.normal(jax.random.key(3), (5,), jnp.float64)
+    w = jax.random.normal(jax.random.key(4), (3,), jnp.float64)
+    for convention, paper_loss in (("half-sum", lambda v: 0.5 * jnp.sum((x @ v - y) ** 2)),
+                                   ("mean", lambda v: jnp.mean((x @ v - y) ** 2)),
+                                   ("book", lambda v: 0.5 * jnp.mean((x @ v - y) ** 2))):
+        paper = w - 0.01 * jax.grad(paper_loss)(w)
+        book = w - training.book_step(0.01, convention, 5) * jax.grad(lambda v: 0.5 * jnp.mean((x @ v - y) ** 2))(w)
+        np.testing.assert_allclose(book, paper, rtol=1e-13)
+    assert training.loss_scale("half-sum", 7) == 7.0
+    with pytest.raises(ValueError, match="unknown convention"):
+        training.loss_scale("sum", 7)
 
 
 @pytest.mark.parametrize("loss", ["square", "cross_entropy"])

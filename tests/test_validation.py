@@ -15,13 +15,14 @@ import pytest
 
 import ntkbook as nb
 from ntkbook import (
+    ball,
     claims,
     fitting,
     hessian,
     kernels,
+    linearization,
     models,
     norms,
-    pytree,
     quadrature,
     reproduce,
     scales,
@@ -57,7 +58,7 @@ CASES = [
     ("apply int x", lambda: MODEL.apply(PARAMS, jnp.ones((3, 2), jnp.int32)), TypeError, "x must have a real floating"),
     ("nonlinear_output base", lambda: models.nonlinear_output(object(), "tanh"), TypeError, "base must be a model"),
     ("nonlinear_output phi", lambda: models.nonlinear_output(MODEL, "max"), ValueError, "unknown activation 'max'"),
-    ("linearize fn", lambda: models.linearize(3, PARAMS), TypeError, "apply_fn must be callable"),
+    ("linearize fn", lambda: linearization.linearize(3, PARAMS), TypeError, "apply_fn must be callable"),
     # kernels
     ("ntk method", lambda: nb.empirical_ntk(MODEL.apply, PARAMS, X, method="exact"), ValueError, "unknown method"),
     ("ntk nan", lambda: nb.empirical_ntk(MODEL.apply, PARAMS, NAN_X), ValueError, "x1 contains non-finite"),
@@ -124,9 +125,9 @@ CASES = [
     ("slope se", lambda: fitting.slope_standard_error([1, 2], [0.1]), ValueError, "same size"),
     ("gauss std", lambda: quadrature.gaussian_expectation(np.cos, std=0.0), ValueError, "std must be"),
     ("gauss fn", lambda: quadrature.gaussian_expectation(3), TypeError, "g must be callable"),
-    ("ball radius", lambda: pytree.point_in_ball(KEY, PARAMS, -1.0), ValueError, "radius must be"),
-    ("sphere radius", lambda: pytree.point_on_sphere(KEY, PARAMS, math.inf), ValueError, "radius must be"),
-    ("random direction", lambda: pytree.random_direction(KEY, {}), ValueError, "tree must be a non-empty"),
+    ("ball radius", lambda: ball.point_in_ball(KEY, PARAMS, -1.0), ValueError, "radius must be"),
+    ("sphere radius", lambda: ball.point_on_sphere(KEY, PARAMS, math.inf), ValueError, "radius must be"),
+    ("random direction", lambda: ball.random_direction(KEY, {}), ValueError, "tree must be a non-empty"),
     ("markdown rows", lambda: tables.markdown(["a", "b"], [[1]]), ValueError, "one cell per header"),
     ("markdown pipe", lambda: tables.markdown(["a"], [["|x|"]]), ValueError, "contains '\\|'"),
 ]

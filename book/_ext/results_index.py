@@ -14,7 +14,7 @@ Index data (one file per paper; format fixed)::
         where: "Section 2.3"
         chapter: 01-tangent-kernel # chapter file stem, or null
         label: prop-2-3            # the statement block's :label: in that chapter, or null
-        measured_by: [ntkbook.experiments.tangent_kernel.kernel_change_in_ball]
+        measured_by: [01-tangent-kernel:kernel_change, ntkbook.kernels.empirical_ntk]
         coverage: measured         # measured | illustrated | stated | not-covered
         note: ""                   # for stated / not-covered: why, and what is shown instead
         erratum: "..."             # optional: where the paper is wrong, as the book shows in its text
@@ -25,10 +25,13 @@ the row's ``claims`` patterns (an equation checked by the claim of its theorem, 
 the book's own (``"book, ..."``) are listed after the papers; typed claims whose ref names no row are
 listed too, and each is a warning (an error under ``-W``).  Other warnings: malformed data, a row
 whose label no statement block has or that sits in another chapter than the row says, a
-``measured_by`` name the package does not have.  With ``ntkbook_index_strict = True`` (``_config.yml``
-sets it) a row marked ``measured`` whose chapter was executed but has no claim that counts as evidence
-(identities and illustrations do not: such a row is ``illustrated``) is a warning too, and so is a
-``claims`` pattern of a row whose chapter was executed that matches no claim of this build.
+``measured_by`` entry that names nothing.  A ``measured_by`` entry is a chapter's experiment,
+``<chapter stem>:<function>`` (a function its code cells define; the index links to that cell, which gets
+the anchor ``experiment-<function>``, underscores as hyphens), or an object home of the package
+(``ntkbook.<module>.<name>``).  With ``ntkbook_index_strict = True`` (``_config.yml`` sets it) a row
+marked ``measured`` whose chapter was executed but has no claim that counts as evidence (identities and
+illustrations do not: such a row is ``illustrated``) is a warning too, and so is a ``claims`` pattern of a
+row whose chapter was executed that matches no claim of this build.
 
 The Errata page lists every claim of this build that carries an ``erratum`` (the paper's statement from
 the index row, the erratum, the measurement and its status), then every index row with an ``erratum``
@@ -41,6 +44,7 @@ from __future__ import annotations
 
 import fnmatch
 import importlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +65,7 @@ from claims_ledger import (
     make_table,
     note_generated_page,
     plural,
+    read_notebook,
     track_generated_pages,
     verdict_node,
 )
@@ -185,6 +190,35 @@ def row_records(paper: dict[str, Any], row: dict[str, Any],
         and any(fnmatch.fnmatchcase(str(r.get("claim", "")), p) for p in patterns)]
 
 
+EXPERIMENT = re.compile(r"^(?P<chapter>[0-9][0-9A-Za-z_-]*):(?P<function>[A-Za-z_]\w*)$")
+"""A ``measured_by`` entry naming a chapter's experiment: ``04-lazy-training:weight_change``."""
+DEF = re.compile(r"^def ([A-Za-z_]\w*)\(", re.MULTILINE)
+
+
+def chapter_functions(app: Sphinx, chapter: str) -> set[str]:
+    """The names of the functions that the code cells of ``chapter`` define at top level."""
+    docs = book_notebooks(app)
+    if chapter not in docs:
+        return set()
+    cells = read_notebook(app, docs[chapter]).get("cells", [])
+    return {name for c in cells if c.get("cell_type") == "code"
+            for name in DEF.findall("".join(c.get("source", [])))}
+
+
+def anchor_experiments(app: Sphinx, doctree: nodes.document) -> None:
+    """``doctree-read``: give each code cell that defines a top-level function the id ``experiment-<name>``, the
+    target of the index's ``measured_by`` links."""
+    for cell in doctree.findall(nodes.container):
+        if "cell" not in cell.get("classes", []):
+            continue
+        for block in cell.findall(nodes.literal_block):
+            for name in DEF.findall(block.astext()):
+                ident = f"experiment-{name.replace('_', '-')}"
+                if ident not in cell["ids"]:
+                    cell["ids"].append(ident)
+            break
+
+
 def python_object_exists(dotted: str) -> bool:
     """Whether ``dotted`` (``package.module.attr``) names an importable module or attribute."""
     parts = dotted.split(".")
@@ -220,7 +254,12 @@ def index_problems(app: Sphinx) -> list[str]:
                     problems.append(f"{where}: label {row['label']!r} is in {match['docname']}, "
                                     f"not in chapter {row['chapter']!r}")
             for name in row["measured_by"]:
-                if not python_object_exists(str(name)):
+                experiment = EXPERIMENT.match(str(name))
+                if experiment:
+                    if experiment["function"] not in chapter_functions(app, experiment["chapter"]):
+                        problems.append(f"{where}: measured_by names {name!r}, but chapter "
+                                        f"{experiment['chapter']!r} defines no function {experiment['function']!r}")
+                elif not python_object_exists(str(name)):
                     problems.append(f"{where}: measured_by names {name!r}, which the package does not have")
     refs = index_refs(papers)
     ledgers = book_ledgers(app)
@@ -270,6 +309,14 @@ def _check_consistency(app: Sphinx, env: Any) -> None:
 
 
 def _api_link(app: Sphinx, fromdoc: str, name: str) -> nodes.Node:
+    experiment = EXPERIMENT.match(name)
+    if experiment:
+        literal = nodes.literal(text=f"{experiment['function']} (chapter {experiment['chapter'].split('-')[0]})")
+        docs = book_notebooks(app)
+        if experiment["chapter"] not in docs:
+            return literal
+        anchor = f"experiment-{experiment['function'].replace('_', '-')}"
+        return make_refnode(app.builder, fromdoc, docs[experiment["chapter"]], anchor, literal)
     literal = nodes.literal(text=name.removeprefix("ntkbook."))
     entry = app.env.get_domain("py").objects.get(name)
     if entry is None:
@@ -464,6 +511,7 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("results-index", ResultsIndexDirective)
     app.add_directive("errata", ErrataDirective)
     app.connect("doctree-resolved", _fill)
+    app.connect("doctree-read", anchor_experiments)
     track_generated_pages(app, "results_pages_docs")
     app.connect("env-check-consistency", _check_consistency)
     return {"version": "0.1", "parallel_read_safe": True, "parallel_write_safe": True}

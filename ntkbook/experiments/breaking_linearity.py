@@ -37,6 +37,7 @@ from scipy import stats
 
 from .. import _validation as V
 from ..activations import Activation, get_activation
+from ..ball import random_direction
 from ..columns import stack_rows
 from ..data.circle import circle_data
 from ..eigen import LANCZOS_RESIDUAL_TOL, EigenResult, lambda_max, refine_unconverged, spectral_norm
@@ -50,7 +51,6 @@ from ..norms import norm_221
 from ..progress import progress
 from ..pytree import (
     flat_spec,
-    random_direction,
     tree_axpy,
     tree_dot,
     tree_max_abs,
@@ -67,7 +67,7 @@ from ..scales import (
     BreakingNonlinearOutput,
     BreakingTheorem41,
 )
-from ..tables import Table, quantities, show, summarize
+from ..tables import Table, geometric_means, quantities, show
 from ..training import train_traced
 
 Array = jax.Array
@@ -766,7 +766,7 @@ def nonlinear_output_table(nl: Mapping[str, np.ndarray], settings: BreakingNonli
     V.instance("settings", settings, BreakingNonlinearOutput)
     V.mapping("nl", nl, ("width", "hessian_tilde", "eq29_bound", "lanczos_residual"))
     limit, vanishing = eq29_parts(nl)
-    sm = summarize({**nl, "limit": limit, "vanishing": vanishing}, "width",
+    sm = geometric_means({**nl, "limit": limit, "vanishing": vanishing}, "width",
                    ("hessian", "hessian_tilde", "limit", "vanishing"))
     data = {"m": sm["width"], "‖H‖": sm["hessian"], "‖H̃‖": sm["hessian_tilde"], "|φ''|K": sm["limit"],
             "|φ'|‖H‖": sm["vanishing"],
@@ -791,7 +791,7 @@ def nonlinear_runs_table(runs: Mapping[str, np.ndarray]) -> Table:
         ValueError: if it lacks a column of the training runs of :func:`nonlinear_output_sweep`.
     """
     V.mapping("runs", runs, _RUN_COLUMNS)
-    sm = summarize(runs, "width", ("kernel_change_tilde", "kernel_change_base_same_weights",
+    sm = geometric_means(runs, "width", ("kernel_change_tilde", "kernel_change_base_same_weights",
                                    "kernel_change_linear_trained", "max_weight_change", "dist2", "output_change"))
     data = {"m": sm["width"], "ΔK̃ (f̃ trained)": sm["kernel_change_tilde"],
             "ΔK of f, same w₀ → w*": sm["kernel_change_base_same_weights"],
@@ -916,7 +916,7 @@ def bottleneck_width_table(bw: Mapping[str, np.ndarray], settings: BreakingBottl
     """
     V.instance("settings", settings, BreakingBottleneckWidth)
     V.mapping("bw", bw, ("width", "bottleneck", "hessian", "kernel_change", "max_residual"))
-    sm = summarize(bw, "bottleneck", ("hessian", "kernel_change"), where=bw["width"] == settings.fixed_width)
+    sm = geometric_means(bw, "bottleneck", ("hessian", "kernel_change"), where=bw["width"] == settings.fixed_width)
     return show({"m_b": sm["bottleneck"], "‖H(W₀)‖": sm["hessian"], "ΔK": sm["kernel_change"]},
                 caption=f"(m, m_b, m) networks with m = {settings.fixed_width}, geometric means over "
                 f"{settings.seeds} seeds; largest final residual {bw['max_residual'].max():.1e}.")

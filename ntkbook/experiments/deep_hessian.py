@@ -41,6 +41,7 @@ from matplotlib.figure import Figure
 
 from .. import _validation as V
 from .. import plotting
+from ..ball import point_on_sphere
 from ..data.sphere import unit_scale_input
 from ..eigen import extreme_eigenpairs
 from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm
@@ -51,7 +52,7 @@ from ..models.common import HIGHEST, dense
 from ..models.resnet import resnet
 from ..norms import norm_221
 from ..progress import progress
-from ..pytree import flat_spec, point_on_sphere
+from ..pytree import flat_spec
 from ..random import fold_key
 from ..scales import HiddenLayers, Prop31, RangeCheck, Thm31
 from ..tables import Table, order_fit, show

@@ -34,6 +34,7 @@ from threadpoolctl import ThreadpoolController
 
 from .. import _validation as V
 from .. import plotting
+from ..ball import random_direction
 from ..data import digits
 from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
@@ -45,7 +46,7 @@ from ..models import mlp, shared_model
 from ..models.conv import ConvNet, conv_net
 from ..models.resnet import ResNet, resnet
 from ..progress import progress
-from ..pytree import random_direction, tree_axpy, tree_norm, tree_sub
+from ..pytree import tree_axpy, tree_norm, tree_sub
 from ..random import fold_key
 from ..scales import Activations3, CnnResnet, Relu3, Thm32, Thm33
 from ..tables import Table, fit_cells, order_fit, show

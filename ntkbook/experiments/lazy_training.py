@@ -50,7 +50,7 @@ from ..progress import progress
 from ..pytree import tree_max_abs, tree_norm, tree_sub
 from ..random import fold_key
 from ..scales import LazyParameterization, LazyRescaled, LazyWeightChange
-from ..tables import Table, show, summarize
+from ..tables import Table, geometric_means, show
 from ..training import train, train_traced
 
 Array = jax.Array
@@ -520,7 +520,7 @@ def weight_change_table(wc: Mapping[str, np.ndarray], settings: LazyWeightChange
     """
     V.instance("settings", settings, LazyWeightChange)
     V.mapping("wc", wc, _WEIGHT_CHANGE_COLUMNS)
-    sm = summarize(wc, "width", ("dist2", "eq2_bound", "eq2_bound_global", "dist_inf", "dist_inf_bound",
+    sm = geometric_means(wc, "width", ("dist2", "eq2_bound", "eq2_bound_global", "dist_inf", "dist_inf_bound",
                                  "kernel_change"))
     data = {"m": sm["width"], "‖w*−w₀‖": sm["dist2"], "Eq. 2 bound (segment)": sm["eq2_bound"],
             "Eq. 2 bound (global)": sm["eq2_bound_global"], "‖w*−w₀‖∞": sm["dist_inf"],
@@ -554,7 +554,7 @@ def chizat_factors_table(rs: Mapping[str, np.ndarray], wc: Mapping[str, np.ndarr
     V.mapping("rs", rs, ("alpha", "A", "B", "kappa", "dist2", "kernel_change"))
     V.mapping("wc", wc, ("width", "A", "B", "kappa", "dist2", "kernel_change"))
     fields = ("A", "B", "kappa", "dist2", "kernel_change")
-    rs_sum, wc_sum = summarize(rs, "alpha", fields), summarize(wc, "width", fields)
+    rs_sum, wc_sum = geometric_means(rs, "alpha", fields), geometric_means(wc, "width", fields)
 
     def row(model: str, alpha: Any, m: Any, values: tuple) -> dict[str, Any]:
         a, b, k, d, dk = values

@@ -32,7 +32,7 @@ from ..models.wrappers import nonlinear_output
 from ..progress import progress
 from ..random import fold_key
 from ..scales import OptimizationTheorem51
-from ..tables import Table, show, summarize
+from ..tables import Table, geometric_means, show
 from ..training import train_traced
 
 Array = jax.Array
@@ -168,7 +168,7 @@ def theorem_5_1_table(summ: Mapping[str, np.ndarray], settings: OptimizationTheo
     """
     V.instance("settings", settings, OptimizationTheorem51)
     V.mapping("summ", summ, ("width", *_SUMMARY_COLUMNS, "final_loss_ratio"))
-    sm = summarize(summ, "width", tuple(_SUMMARY_COLUMNS))
+    sm = geometric_means(summ, "width", tuple(_SUMMARY_COLUMNS))
     data = {"m": sm["width"], **{name: sm[c] for c, name in _SUMMARY_COLUMNS.items()}}
     return show(data, caption=f"Geometric means over {settings.seeds} seeds, {settings.steps} steps. Rates are per "
                 "step; ρ = 1/2 in the bound. Largest final loss ratio L_T/L_0 = "

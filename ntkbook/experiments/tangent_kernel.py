@@ -21,11 +21,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import _validation as V
+from ..ball import random_direction
 from ..hessian import at_input, hessian_spectral_norm
 from ..kernels import empirical_ntk, relative_change
-from ..models import linearize, mlp, random_features
+from ..linearization import linearize
+from ..models import mlp, random_features
 from ..progress import progress
-from ..pytree import num_params, random_direction, tree_axpy, tree_norm, tree_sub
+from ..pytree import num_params, tree_axpy, tree_norm, tree_sub
 from ..scales import KernelAlongPaths, Prop23
 from ..tables import Table, markdown, quantities, show
 from ..training import step_size_from_kernel, train

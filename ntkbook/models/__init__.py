@@ -5,9 +5,9 @@ Every model is an immutable object with an ``apply(params, x)`` method; ``params
 object.  Models are registered as JAX pytrees (fixed tensors are leaves, configuration is static),
 so they can be passed through ``jit`` and ``vmap`` like any other argument.
 
-Modules: ``dense`` (Eq. 8, Eq. 19/22, random features), ``wrappers`` (non-linear output Eq. 26,
-linearization), ``common`` (shared helpers).  Further architectures live in modules of
-their own.
+Modules: ``dense`` (Eq. 8, Eq. 19/22, random features), ``wrappers`` (non-linear output Eq. 26;
+the linearization is :mod:`ntkbook.linearization`), ``common`` (shared helpers).  Further architectures
+live in modules of their own.
 
 Shapes: inputs ``x`` are ``(n, d)``; a model with ``input_dim == 1`` also accepts ``(n,)``.  The
 output is ``(n,)`` for a scalar-output model and ``(n, k)`` for ``k > 1`` outputs.
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from .common import inputs, shared_model
 from .dense import MLP, ForwardPass, RandomFeatures, ShallowNetwork, mlp, random_features, shallow_network
-from .wrappers import OUTPUT_MAPS, NonLinearOutput, linearize, nonlinear_output
+from .wrappers import OUTPUT_MAPS, NonLinearOutput, nonlinear_output
 
 __all__ = [
     "MLP",
@@ -32,7 +32,6 @@ __all__ = [
     "RandomFeatures",
     "ShallowNetwork",
     "inputs",
-    "linearize",
     "mlp",
     "nonlinear_output",
     "random_features",
