@@ -28,8 +28,9 @@ Errata page).
 **Status.** ``passed`` | ``failed`` | ``inconclusive``.  Only rate claims (:func:`rate`, :func:`order`)
 can be inconclusive: when a rival stays inside the 95% interval, or when the verdict "passed" is reached by
 fewer than 95% of the seed-bootstrap resamples of the points (``stability`` in the record,
-:func:`ntkbook.fitting.verdict_stability`: a rate that a few lucky seeds decide does not pass).  At ``ci`` scale an inconclusive claim is recorded and shown as such, and the
-notebook goes on; at ``book`` and ``paper`` scale it raises, like a failure.
+:func:`ntkbook.fitting.verdict_stability`: a rate that a few lucky seeds decide does not pass).  At ``ci``
+scale an inconclusive claim is recorded and shown as such, and the notebook goes on; at ``book`` and
+``paper`` scale it raises, like a failure.
 
 **Ledger.** :func:`start` (called by :func:`ntkbook.setup`) begins
 ``<ledger dir>/<notebook>.jsonl`` (``$NTKBOOK_LEDGER_DIR``, default ``~/.cache/ntkbook/ledger``); each

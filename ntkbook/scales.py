@@ -393,47 +393,6 @@ class Relu3(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
-class LazyWeightChange(ExperimentSettings):
-    """Sizes of ``lazy_weight_change``: Eq. (8) network, d = 2, trained to convergence on 6 points: ‖w*−w₀‖, ‖·‖_∞, Eq.
-    (2), κ = A·B.
-    """
-
-    widths: tuple[int, ...]
-    seeds: int
-    num_inputs: int
-    radius: float
-    steps: int
-    lr_factor: float
-    segment_points: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class LazyRescaled(ExperimentSettings):
-    """Sizes of ``lazy_rescaled``: The centred model αf̄ of Eq. (4) at a fixed small width; α powers of two."""
-
-    width: int
-    alphas: tuple[float, ...]
-    seeds: int
-    num_inputs: int
-    radius: float
-    steps: int
-    lr_factor: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class LazyParameterization(ExperimentSettings):
-    """Sizes of ``lazy_parameterization``: Two hidden layers (m, m), NTK vs LeCun (Appendix A)."""
-
-    widths: tuple[int, ...]
-    seeds: int
-    num_inputs: int
-    radius: float
-    steps: int
-    lr_factor: float
-    lanczos_steps: int
-
-
-@dataclass(frozen=True, kw_only=True)
 class BreakingOutputChecks(ExperimentSettings):
     """Sizes of ``breaking_output_checks``: Eq. (27)–(28) against autodiff: dense Hessians at a small width, HVPs at a
     large one.
@@ -1199,78 +1158,6 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         ),
     },
     # Chapters 4–5 — what breaks linearity; lazy training (2020, Sections 1.1, 4, 5, App. A) --
-    "lazy_weight_change": {
-        # Eq. (8) network, d = 2, trained to convergence on 6 points: ‖w*−w₀‖, ‖·‖_∞, Eq. (2), κ = A·B
-        "ci": LazyWeightChange(
-            widths=(64, 1024), seeds=4, num_inputs=6, radius=3.0, steps=400, lr_factor=1.0, segment_points=33
-        ),
-        "book": LazyWeightChange(
-            widths=(64, 256, 1024, 4096, 16384),
-            seeds=8,
-            num_inputs=6,
-            radius=3.0,
-            steps=500,
-            lr_factor=1.0,
-            segment_points=65,
-        ),
-        "paper": LazyWeightChange(
-            widths=(64, 256, 1024, 4096, 16384, 65536, 262144, 1048576),
-            seeds=10,
-            num_inputs=6,
-            radius=3.0,
-            steps=800,
-            lr_factor=1.0,
-            segment_points=129,
-        ),
-    },
-    "lazy_rescaled": {
-        # the centred model αf̄ of Eq. (4) at a fixed small width; α powers of two
-        "ci": LazyRescaled(
-            width=64, alphas=(1.0, 4.0, 16.0, 64.0), seeds=2, num_inputs=6, radius=3.0, steps=400, lr_factor=1.0
-        ),
-        "book": LazyRescaled(
-            width=64,
-            alphas=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0),
-            seeds=6,
-            num_inputs=6,
-            radius=3.0,
-            steps=500,
-            lr_factor=1.0,
-        ),
-        "paper": LazyRescaled(
-            width=64,
-            alphas=(1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0, 1024.0),
-            seeds=10,
-            num_inputs=6,
-            radius=3.0,
-            steps=800,
-            lr_factor=1.0,
-        ),
-    },
-    "lazy_parameterization": {
-        # two hidden layers (m, m), NTK vs LeCun (Appendix A)
-        "ci": LazyParameterization(
-            widths=(32, 128), seeds=3, num_inputs=6, radius=3.0, steps=300, lr_factor=1.5, lanczos_steps=30
-        ),
-        "book": LazyParameterization(
-            widths=(64, 128, 256, 512, 1024),
-            seeds=3,
-            num_inputs=6,
-            radius=3.0,
-            steps=800,
-            lr_factor=1.5,
-            lanczos_steps=40,
-        ),
-        "paper": LazyParameterization(
-            widths=(64, 128, 256, 512, 1024, 2048, 4096),
-            seeds=5,
-            num_inputs=6,
-            radius=3.0,
-            steps=2000,
-            lr_factor=1.5,
-            lanczos_steps=60,
-        ),
-    },
     "breaking_output_checks": {
         # Eq. (27)–(28) against autodiff: dense Hessians at a small width, HVPs at a large one
         "ci": BreakingOutputChecks(dense_width=12, hvp_width=2000, probes=2),

@@ -224,6 +224,7 @@ def run(
     show_progress: bool = True,
     jit: bool = False,
     vmap_seeds: bool = False,
+    same_key_across: Sequence[str] = (),
     name: str | None = None,
     **axes: Iterable[Any],
 ) -> pd.DataFrame:
@@ -247,6 +248,9 @@ def run(
         shard: ``(i, n)``: compute only the pieces (grid points, with ``vmap_seeds``) with index ≡ i (mod n).
         show_progress: a tqdm bar over the pieces (silenced by ``NTKBOOK_PROGRESS=0``).
         jit, vmap_seeds: see above (function form only).
+        same_key_across: axes left out of the key (function form only): the pieces that differ only in these
+            coordinates get the same key, so they treat the same random draws — a paired comparison, e.g. one
+            network read in two coordinate systems, or trained with two step sizes.
         name: the experiment's name in keys and the cache (default: the function's ``__name__``).
         **axes: coordinate name → values (function form only); the grid is their product, last axis fastest.
 
@@ -285,8 +289,11 @@ def run(
             raise ValueError("vmap_seeds needs a 'seed' axis")
         pieces = grid(**axes)
         directory = None if cache is None else Path(cache) / label / _function_digest(experiment, settings)
+        unknown = sorted(set(same_key_across) - set(axes) | ({"seed"} & set(same_key_across)))
+        if unknown:
+            raise ValueError(f"same_key_across must name axes of the grid other than 'seed', got {unknown}")
         compute, groups = _function_compute(experiment, label, list(axes), jit=jit or vmap_seeds,
-                                            vmap_seeds=vmap_seeds)
+                                            vmap_seeds=vmap_seeds, shared=tuple(same_key_across))
     else:
         raise TypeError(f"experiment must be a function or a Sweep, got {type(experiment).__name__}")
     if not pieces:
@@ -360,13 +367,17 @@ def _function_digest(fn: Callable[..., Any], settings: Any) -> str:
 
 
 def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str], *, jit: bool,
-                      vmap_seeds: bool) -> tuple[Callable[..., Any], Callable[..., Any] | None]:
+                      vmap_seeds: bool, shared: tuple[str, ...] = ()) -> tuple[Callable[..., Any],
+                                                                              Callable[..., Any] | None]:
     """(compute, groups) for the function form of :func:`run`: ``compute(coords)`` (or, with ``vmap_seeds``,
     ``compute(list of coords)`` → list of rows) and how pieces group (None: one piece at a time)."""
     static = tuple(a for a in axis_names if a != "seed")
 
     def arguments(coords: Coords) -> dict[str, Any]:
         return {k: coords[k] for k in static}
+
+    def key(coords: Coords) -> jax.Array:
+        return piece_key(label, {k: v for k, v in coords.items() if k not in shared})
 
     if vmap_seeds:
         def batched(keys: jax.Array, **others: Any) -> Any:
@@ -375,7 +386,7 @@ def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str],
         compiled = jax.jit(batched, static_argnames=static)
 
         def compute_group(unit: list[Coords]) -> list[dict[str, Any]]:
-            keys = jax.numpy.stack([piece_key(label, c) for c in unit])
+            keys = jax.numpy.stack([key(c) for c in unit])
             out = jax.tree_util.tree_map(np.asarray, compiled(keys, **arguments(unit[0])))
             return [jax.tree_util.tree_map(lambda a, i=i: a[i], out) for i in range(len(unit))]
 
@@ -387,7 +398,7 @@ def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str],
 
         return compute_group, groups
     call = jax.jit(fn, static_argnames=static) if jit else fn
-    return (lambda coords: call(piece_key(label, coords), **arguments(coords))), None
+    return (lambda coords: call(key(coords), **arguments(coords))), None
 
 
 def _check_columns(sweep: Sweep, coords: Coords, frame: pd.DataFrame) -> None:

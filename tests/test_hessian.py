@@ -1,3 +1,5 @@
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -5,6 +7,7 @@ import pytest
 
 import ntkbook as nb
 from ntkbook import eigen, hessian, models
+from ntkbook.data.circle import circle_data
 
 
 def _mlp_fn(seed, widths=(12, 10), activation="tanh", dtype=jnp.float64):
@@ -180,14 +183,12 @@ def test_second_derivative_tensor_closed_form(x64):
 def test_ntk_and_lecun_models_never_share_a_compiled_product(x64):
     """The restarted and the fixed-step solvers compile one product per model structure (fn static, model
     traced): alternating an NTK network and its LeCun twin (same widths) must give each its own Hessian."""
-    from ntkbook.experiments.lazy_training import to_lecun
-
     def out(p, model, x):
         return model.apply(p, x[None])[0]
 
     x = jnp.array([0.3, -1.1])
     model, params = models.mlp(jax.random.key(21), (5, 5), input_dim=2, dtype=jnp.float64)
-    lecun, lparams = to_lecun(model, params)
+    lecun, lparams = models.mlp(jax.random.key(21), (5, 5), input_dim=2, dtype=jnp.float64, parameterization="lecun")
     refs = [hessian.dense_spectral_norm(out, p, m, x) for m, p in ((model, params), (lecun, lparams))]
     assert abs(refs[0] - refs[1]) > 1e-3 * refs[0]  # the two Hessians differ (different coordinates)
     for _ in range(3):
@@ -211,3 +212,13 @@ def test_compressed_operator_with_every_method(x64, method):
         nb.hessian_spectral_norm(fn, params, operator="compressed-numpy", method="lanczos")
     with pytest.raises(ValueError, match=r"fn\(params, \*args\) failed"):
         nb.hessian_spectral_norm(fn, params, args=(x,), operator="compressed")
+
+
+def test_shallow_hessian_norm_against_dense(x64):
+    model, params = models.shallow_network(jax.random.key(2), 11, input_dim=2, dtype=jnp.float64)
+    x, _ = circle_data(3, dtype=jnp.float64)
+    closed = jnp.stack([jnp.abs(hessian.shallow_hessian_eigenvalues(
+        model.activation, model.v, params["w"], xi, math.sqrt(11))).max() for xi in x])
+    for i in range(3):
+        dense = hessian.dense_spectral_norm(lambda p, xi=x[i]: model.apply(p, xi[None])[0], params)
+        np.testing.assert_allclose(closed[i], dense, rtol=1e-10)

@@ -1,10 +1,15 @@
+import math
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from conftest import numpy_mlp
+from conftest import numpy_mlp, reference_jacobian
 from ntkbook import models
+from ntkbook.data.circle import circle_data
+from ntkbook.kernels import empirical_ntk
+from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
 
 
 def test_shallow_network_matches_eq8(x64):
@@ -108,3 +113,112 @@ def test_float64_needs_x64():
         pytest.skip("x64 already enabled globally")
     with pytest.raises(ValueError, match="jax_enable_x64"):
         models.mlp(jax.random.key(0), (4,), dtype=jnp.float64)
+
+
+# ---------------------------------------------------------------------------------------------
+# parameterization="lecun" (Appendix A of Liu–Zhu–Belkin 2020)
+# ---------------------------------------------------------------------------------------------
+
+
+def test_lecun_mlp_has_no_fan_in_factors(x64):
+    model, params = mlp(jax.random.key(0), (7, 5), input_dim=3, activation="tanh", dtype=jnp.float64,
+                        parameterization="lecun")
+    assert isinstance(model, MLP) and model.parameterization == "lecun"
+    x = jax.random.normal(jax.random.key(1), (4, 3), jnp.float64)
+    a = np.asarray(x)
+    for layer in params["layers"]:
+        a = np.tanh(a @ np.asarray(layer["W"]).T)  # no 1/√fan-in
+    np.testing.assert_allclose(model.apply(params, x), a @ np.asarray(params["v"])[:, 0], rtol=1e-12)
+
+
+def test_lecun_and_ntk_same_function_same_key(x64):
+    """Same key → the same standard normals, rescaled by 1/√fan-in: the same function (Eq. 35)."""
+    x = jax.random.normal(jax.random.key(2), (5, 2), jnp.float64)
+    m_ntk, p_ntk = mlp(jax.random.key(3), (6, 4), input_dim=2, dtype=jnp.float64)
+    m_lec, p_lec = mlp(jax.random.key(3), (6, 4), input_dim=2, dtype=jnp.float64, parameterization="lecun")
+    np.testing.assert_allclose(m_lec.apply(p_lec, x), m_ntk.apply(p_ntk, x), rtol=1e-12)
+    np.testing.assert_allclose(p_lec["layers"][1]["W"], p_ntk["layers"][1]["W"] / math.sqrt(6), rtol=1e-15)
+    np.testing.assert_allclose(p_lec["v"], p_ntk["v"] / 2.0, rtol=1e-15)
+    s_ntk, q_ntk = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64)
+    s_lec, q_lec = shallow_network(jax.random.key(4), 9, input_dim=2, dtype=jnp.float64, parameterization="lecun")
+    assert isinstance(s_lec, ShallowNetwork) and s_lec.parameterization == "lecun"
+    np.testing.assert_allclose(s_lec.apply(q_lec, x), s_ntk.apply(q_ntk, x), rtol=1e-12)
+    np.testing.assert_allclose(np.abs(s_lec.v), 1 / 3.0, rtol=1e-15)
+
+
+def test_lecun_init_variance():
+    _, params = mlp(jax.random.key(5), (400, 300), input_dim=2, parameterization="lecun")
+    w2 = np.asarray(params["layers"][1]["W"])
+    assert abs(w2.var() * 400 - 1) < 0.02  # N(0, 1/fan_in), 120 000 samples: sd of the estimate ≈ 0.004
+
+
+def test_lecun_kernel_methods_agree_and_match_reference(x64):
+    """empirical_ntk must not treat a LeCun model as an NTK-parameterized one."""
+    model, params = mlp(jax.random.key(6), (8, 5), input_dim=3, dtype=jnp.float64, parameterization="lecun")
+    x = jax.random.normal(jax.random.key(7), (4, 3), jnp.float64)
+    jac = reference_jacobian(model.apply, params, x)
+    for method in ("auto", "jacobian", "ntvp", "structured"):
+        np.testing.assert_allclose(empirical_ntk(model.apply, params, x, method=method), jac @ jac.T, rtol=1e-10)
+    shallow, sp = shallow_network(jax.random.key(8), 7, input_dim=3, dtype=jnp.float64, parameterization="lecun")
+    jac = reference_jacobian(shallow.apply, sp, x)
+    np.testing.assert_allclose(empirical_ntk(shallow.apply, sp, x, method="structured"), jac @ jac.T, rtol=1e-10)
+
+
+def _model_pairs():
+    """(NTK model, params, LeCun model, params) of the same widths for every dense family."""
+    for family in ("shallow", "mlp", "mlp-fixed-output"):
+        built = []
+        for parameterization in ("ntk", "lecun"):
+            if family == "shallow":
+                built += shallow_network(jax.random.key(1), 6, input_dim=3, parameterization=parameterization)
+            else:
+                built += mlp(jax.random.key(1), (6, 5), input_dim=3, train_output=family == "mlp",
+                             parameterization=parameterization)
+        yield family, built
+
+
+@pytest.mark.parametrize("family", ["shallow", "mlp", "mlp-fixed-output"])
+def test_parameterization_is_part_of_the_tree_structure(family):
+    """NTK and LeCun models never share a tree structure, so never a compiled function: jitted gradients of
+    each equal the eager ones while the two are alternated many times in one process."""
+    (_, (m_ntk, p_ntk, m_lec, p_lec)), = [pair for pair in _model_pairs() if pair[0] == family]
+    assert jax.tree_util.tree_structure(m_ntk) != jax.tree_util.tree_structure(m_lec)
+    x = jax.random.normal(jax.random.key(2), (4, 3))
+
+    def loss(model, params):
+        return jnp.sum(model.apply(params, x) ** 2)
+
+    eager = {name: jax.tree_util.tree_leaves(jax.grad(loss, argnums=1)(m, p))
+             for name, m, p in (("ntk", m_ntk, p_ntk), ("lecun", m_lec, p_lec))}
+    # the eager gradients differ (the same function in different coordinates), so a shared executable would show
+    assert not all(np.allclose(a, b) for a, b in zip(eager["ntk"], eager["lecun"], strict=True))
+    jitted = jax.jit(jax.grad(loss, argnums=1))
+    for i in range(40):
+        name, m, p = ("ntk", m_ntk, p_ntk) if i % 2 == 0 else ("lecun", m_lec, p_lec)
+        for got, want in zip(jax.tree_util.tree_leaves(jitted(m, p)), eager[name], strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-7)
+
+
+def test_ntk_default_unchanged(x64):
+    model, params = mlp(jax.random.key(8), (6, 5), input_dim=3, dtype=jnp.float64)
+    assert model.parameterization == "ntk"
+    x = jax.random.normal(jax.random.key(9), (4, 3), jnp.float64)
+    np.testing.assert_allclose(model.apply(params, x), numpy_mlp(params, x, np.tanh), rtol=1e-12)
+
+
+def test_parameterization_validation():
+    with pytest.raises(ValueError, match="unknown parameterization 'mup'"):
+        mlp(jax.random.key(0), 4, parameterization="mup")
+    with pytest.raises(ValueError, match="parameterization"):
+        shallow_network(jax.random.key(0), 4, parameterization="standard")
+
+
+def test_circle_data():
+    x, y = circle_data(6, radius=2.0)
+    assert x.shape == (6, 2) and y.shape == (6,)
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 2.0, rtol=1e-6)
+    theta = np.arctan2(x[:, 1], x[:, 0])
+    assert theta.min() >= -1e-6 and theta.max() < np.pi  # no antipodal pair
+    np.testing.assert_allclose(y, np.cos(2 * theta), atol=1e-6)
+    with pytest.raises(ValueError, match="num_inputs"):
+        circle_data(0)

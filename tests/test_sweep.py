@@ -197,3 +197,17 @@ def test_function_form_bad_input():
         sweep.run(3, width=(1,))
     with pytest.raises(ValueError, match="appears twice"):
         sweep.run(_draw, width=(1, 1), show_progress=False)
+
+
+def _paired(key, width, treatment):
+    return {"a": jax.random.normal(key, ()) * (1.0 if treatment == "x" else 2.0)}
+
+
+def test_same_key_across_pairs_the_draws():
+    rows = sweep.run(_paired, width=(1, 2), treatment=("x", "y"), seed=range(3), same_key_across=("treatment",),
+                     show_progress=False)
+    x, y = rows[rows.treatment == "x"].a.to_numpy(), rows[rows.treatment == "y"].a.to_numpy()
+    np.testing.assert_allclose(y, 2 * x, rtol=1e-6)  # the same draw, treated twice
+    assert len(set(np.round(x, 6))) == 6  # widths and seeds still differ
+    with pytest.raises(ValueError, match="same_key_across"):
+        sweep.run(_paired, width=(1,), treatment=("x",), seed=(0,), same_key_across=("seed",))

@@ -7,7 +7,6 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
   Section 3.1);
 * ``deep_hessian`` and ``deep_hessian_ball`` — Chapter 3 (Section 3: Prop. 3.1,
   Theorems 3.1–3.3, Lemma 3.1, Section 3.3.3);
-* ``lazy_training`` — Chapter 4 (Section 1.1, Appendix A);
 * ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
   Table 1; Section 5, Theorem 5.1);
 * ``linearity_experiments`` — Chapter 6 (Section 6 and Appendix B: Figures 1 and 2).
