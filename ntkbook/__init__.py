@@ -8,11 +8,12 @@ The public contract (see the book's design guide):
 * :func:`norm_221` — the (2,2,1)-norm of order-3 tensors (Definition 2.2).
 
 Submodules: ``models``, ``activations``, ``quadrature``, ``kernels``, ``eigen``, ``hessian``,
-``hessian_compressed``, ``layer_norms``, ``ball`` (the ball B(w₀, R): points, projection, the projected
-ascent, certified sups on a segment), ``linearization`` (f_lin, the remainder, the integral Taylor forms),
-``norms``, ``khatri_rao``, ``covariance``, ``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``,
-``plotting``, ``tables``, ``pytree``, ``progress``, ``sweep``, ``random``, ``records``, ``symbolic`` (sympy),
-``experiments`` (being retired: one module per chapter), ``data`` and ``reproductions``.  Every submodule
+``hessian_compressed``, ``hessian_bounds`` (the 2020 paper's Hessian and layer bounds), ``layer_norms``,
+``ball`` (the ball B(w₀, R): points, projection, the projected ascent, certified sups on a segment),
+``linearization`` (f_lin, the remainder, the integral Taylor forms), ``norms``, ``khatri_rao``, ``covariance``,
+``training``, ``claims``, ``scales``, ``reproduce``, ``fitting``, ``plotting``, ``tables``, ``pytree``,
+``progress``, ``sweep``, ``random``, ``records``, ``symbolic`` (sympy), ``experiments`` (being retired: one
+module per chapter), ``data`` and ``reproductions``.  Every submodule
 and the three functions above are imported on first use (``nb.kernels``, ``from ntkbook import claims``):
 ``import ntkbook`` itself loads no numerical library, so a process that needs one module (the command line's
 ``list``, a ledger reader) does not pay for importing JAX, SciPy, pandas and Matplotlib (about 6 s together on
@@ -28,9 +29,9 @@ __version__ = "0.1.0"
 
 _SUBMODULES = frozenset({
     "activations", "ball", "claims", "covariance", "data", "eigen", "experiments", "fitting", "hessian",
-    "hessian_compressed", "kernels", "khatri_rao", "layer_norms", "linearization", "models", "norms", "plotting",
-    "progress", "pytree", "quadrature", "random", "records", "reproduce", "reproductions", "scales", "sweep",
-    "symbolic", "tables", "training",
+    "hessian_bounds", "hessian_compressed", "kernels", "khatri_rao", "layer_norms", "linearization", "models",
+    "norms", "plotting", "progress", "pytree", "quadrature", "random", "records", "reproduce", "reproductions",
+    "scales", "sweep", "symbolic", "tables", "training",
 })
 _FUNCTIONS = {"empirical_ntk": "kernels", "hessian_spectral_norm": "hessian", "norm_221": "norms",
               "setup": "notebook"}
@@ -44,6 +45,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the names __getattr__ provid
         eigen,
         fitting,
         hessian,
+        hessian_bounds,
         hessian_compressed,
         kernels,
         khatri_rao,
@@ -90,6 +92,7 @@ __all__ = [
     "empirical_ntk",
     "fitting",
     "hessian",
+    "hessian_bounds",
     "hessian_compressed",
     "hessian_spectral_norm",
     "kernels",

@@ -60,7 +60,7 @@ HOMES: tuple[Home, ...] = (
     Home("second-derivative tensor ∂²α/∂w²", "ntkbook.hessian.second_derivative_tensor"),
     Home("exact norms of a dense layer's derivatives (the layer factors)", "ntkbook.layer_norms.layer_factors",
          "Eq. 73–75 and Lemma F.2 of Liu–Zhu–Belkin 2020; autodiff references layer_tensors"),
-    Home("a-priori bound on the hidden-layer norms ‖α⁽ˡ⁾(W)‖ in a ball", "ntkbook.layer_norms.lemma_f3_bounds",
+    Home("a-priori bound on the hidden-layer norms ‖α⁽ˡ⁾(W)‖ in a ball", "ntkbook.hessian_bounds.lemma_f3_bounds",
          "Lemma F.3 (Eq. 66) as printed and corrected; skip=True for residual layers (Lemma G.5); the CNN bound of "
          "Lemma G.3 by substitution"),
     Home("backward vectors b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ by autodiff", "ntkbook.experiments.deep_hessian.backward_vectors",

@@ -51,3 +51,19 @@ def pytest_collection_finish(session):
     gc.collect()
     gc.freeze()
     gc.set_threshold(10_000, 20, 100)
+
+
+def small_network(kind, seed=0, width=5, depth=3, d=3, activation="tanh", **kw):
+    """An MLP or ResNet of ``width`` × ``depth`` (float64) and one unit-scale input (the Hessian tests)."""
+    from ntkbook import models
+    from ntkbook.data.sphere import unit_scale_input
+    from ntkbook.models.resnet import resnet
+
+    key = jax.random.key(seed)
+    if kind == "resnet":
+        model, params = resnet(key, width, depth, input_dim=d, activation=activation, dtype=jnp.float64, **kw)
+    else:
+        widths = width if isinstance(width, tuple) else (width,) * depth
+        model, params = models.mlp(key, widths, input_dim=d, activation=activation, dtype=jnp.float64, **kw)
+    x = unit_scale_input(jax.random.key(seed + 50), d, jnp.float64)
+    return model, params, x

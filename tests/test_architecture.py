@@ -29,6 +29,8 @@ LAX_LOOPS: dict[tuple[str, str], str] = {
     ("ntkbook.eigen", "_lanczos_steps"): "Lanczos recurrence (Krylov basis), not a descent loop",
     ("ntkbook.eigen", "_lanczos_fixed"): "fixed-step Lanczos recurrence inside jit/vmap, not a descent loop",
     ("ntkbook.eigen", "power_iteration"): "warm-started power iteration inside a jitted training step, not a descent",
+    ("ntkbook.ball", "projected_ascent"): "the book's one projected gradient *ascent* over a ball or sphere (a "
+        "maximization: a lower estimate of a supremum), no training loss",
     ("ntkbook.experiments.assembly", "_projected_ascent"):
         "projected gradient *ascent* of a sub-model's Taylor remainder over a ball (a maximization, "
         "Lemma 2 of Liu–Zhu–Belkin 2022), no training loss",

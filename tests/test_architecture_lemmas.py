@@ -13,7 +13,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ntkbook import layer_norms
+from ntkbook import hessian_bounds
 from ntkbook.experiments import deep_hessian_ball as db
 from ntkbook.models.conv import conv, conv_net
 from ntkbook.models.resnet import resnet
@@ -122,11 +122,11 @@ def test_layer_norms_at_rejects_other_models_and_a_fixed_output_layer():
 
 
 def test_the_fully_connected_bound_is_lemma_f3s_corrected_bound():
-    """``fc`` is chapter 3's corrected Eq. 66 (layer_norms.lemma_f3_bounds), for every argument."""
+    """``fc`` is chapter 3's corrected Eq. 66 (hessian_bounds.lemma_f3_bounds), for every argument."""
     for c0, r, lip, cx, s0 in ((2.1, 0.0, 1.0, 1.3, 0.0), (2.7, 4.0, 0.25, 0.7, math.log(2)), (1.9, 1.5, 1.0, 2.0, -0.5)):
         for arch, sizes in (("cnn", {"kernel_positions": 9, "pixels": 64}), ("resnet", {})):
             got = db.hidden_norm_bounds(arch, 4, 50, c0, r, lip, cx, s0, **sizes)["fc"]
-            np.testing.assert_allclose(got, layer_norms.lemma_f3_bounds(4, 50, c0, r, lip, cx, s0)["corrected"], rtol=1e-13)
+            np.testing.assert_allclose(got, hessian_bounds.lemma_f3_bounds(4, 50, c0, r, lip, cx, s0)["corrected"], rtol=1e-13)
 
 
 def test_the_architecture_bounds_in_closed_form():
@@ -139,7 +139,7 @@ def test_the_architecture_bounds_in_closed_form():
     np.testing.assert_allclose(got, want, rtol=1e-13)
     # CNN: Lemma F.3's form with c₀ → √K c₀, C_x → √Q C_x, |σ(0)| → √Q |σ(0)|
     got = db.hidden_norm_bounds("cnn", depth, m, c0, r, lip, cx, -s0, kernel_positions=9, pixels=25)["derived"]
-    np.testing.assert_allclose(got, layer_norms.lemma_f3_bounds(depth, m, 3 * c0, r, lip, 5 * cx, 5 * s0)["corrected"],
+    np.testing.assert_allclose(got, hessian_bounds.lemma_f3_bounds(depth, m, 3 * c0, r, lip, 5 * cx, 5 * s0)["corrected"],
                                rtol=1e-13)
     # K = Q = 1: the CNN bound is the fully connected one
     one = db.hidden_norm_bounds("cnn", depth, m, c0, r, lip, cx, s0)

@@ -1,3 +1,4 @@
+
 import math
 
 import jax
@@ -6,8 +7,12 @@ import numpy as np
 import pytest
 
 import ntkbook as nb
+from conftest import small_network
 from ntkbook import eigen, hessian, models
+from ntkbook import hessian_compressed as hc
 from ntkbook.data.circle import circle_data
+from ntkbook.models.conv import conv_net
+from ntkbook.pytree import flat_spec, tree_dot, tree_norm
 
 
 def _mlp_fn(seed, widths=(12, 10), activation="tanh", dtype=jnp.float64):
@@ -222,3 +227,87 @@ def test_shallow_hessian_norm_against_dense(x64):
     for i in range(3):
         dense = hessian.dense_spectral_norm(lambda p, xi=x[i]: model.apply(p, xi[None])[0], params)
         np.testing.assert_allclose(closed[i], dense, rtol=1e-10)
+
+
+def _full_fn(model, x):
+    return lambda p: model.apply(p, x[None])[0]
+
+
+METHODS = [("compressed-numpy", "arpack"), ("compressed", "arpack"), ("compressed", "dense"), ("compressed", "lanczos"),
+           ("full", "arpack"), ("full", "lanczos")]
+
+
+@pytest.mark.parametrize("operator,method", METHODS)
+def test_hessian_norm_methods_match_dense_eigvalsh(x64, operator, method):
+    model, params, x = small_network("mlp", seed=6, width=6)
+    ref = hessian.dense_spectral_norm(_full_fn(model, x), params)
+    h = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator=operator, method=method, tol=1e-10,
+                                 key=jax.random.key(0))
+    assert h.value == pytest.approx(ref, rel=1e-7)
+    assert h.converged
+    # the eigenvector is a unit eigenvector of the full Hessian
+    u = h.eigenvector
+    assert float(tree_norm(u)) == pytest.approx(1.0, rel=1e-6)
+    hu = hessian.hvp(_full_fn(model, x), params, u)
+    assert float(tree_dot(u, hu)) == pytest.approx(h.eigenvalue, rel=1e-6)
+    assert hc.kernel_at_input(model, params, x) == pytest.approx(
+        float(tree_norm(jax.grad(_full_fn(model, x))(params)) ** 2), rel=1e-10)
+
+def test_hessian_norm_warm_start_and_cnn_fallback(x64):
+    model, params, x = small_network("resnet", seed=7)
+    h = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator="auto", method="arpack", tol=1e-10)
+    warm = nb.hessian_spectral_norm(hessian.at_input(model.apply, x), params, operator="auto", method="arpack",
+                                    tol=1e-10, start=h.eigenvector)
+    assert warm.value == pytest.approx(h.value, rel=1e-8)
+    cmodel, cparams = conv_net(jax.random.key(1), (2, 3), spatial=(4, 4), dtype=jnp.float64)
+    img = jax.random.normal(jax.random.key(2), (4, 4), jnp.float64)
+    ref = hessian.dense_spectral_norm(lambda p: cmodel.apply(p, img[None])[0], cparams)
+    hc_ = nb.hessian_spectral_norm(hessian.at_input(cmodel.apply, img), cparams, operator="auto", method="arpack",
+                                   tol=1e-10)
+    assert hc_.method == "arpack" and hc_.value == pytest.approx(ref, rel=1e-7)
+    with pytest.raises(ValueError, match="operator='compressed'"):
+        nb.hessian_spectral_norm(hessian.at_input(cmodel.apply, img), cparams, operator="compressed")
+
+def test_hessian_norm_validation():
+    model, params = models.mlp(jax.random.key(0), (4, 4), input_dim=2)
+    with pytest.raises(ValueError, match="method"):
+        nb.hessian_spectral_norm(hessian.at_input(model.apply, jnp.ones(2)), params, operator="auto", method="eig")
+    with pytest.raises(ValueError, match="x"):
+        nb.hessian_spectral_norm(hessian.at_input(model.apply, jnp.ones(3)), params, operator="auto")
+    with pytest.raises(TypeError, match="model"):
+        hc.frames(object(), params, jnp.ones(2))
+    two, p2 = models.mlp(jax.random.key(0), (4,), input_dim=2, output_dim=2)
+    with pytest.raises(ValueError, match="scalar output"):
+        nb.hessian_spectral_norm(hessian.at_input(two.apply, jnp.ones(2), output=0), p2, operator="compressed")
+
+def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
+    model, params, x = small_network("mlp", seed=11, width=4)
+    spec = flat_spec(params)
+    rng = np.random.default_rng(2)
+    u = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
+    d = spec.unravel(jnp.asarray(rng.standard_normal(spec.size)))
+    fn = _full_fn(model, x)
+    value, grad = hessian.eigenvalue_gradient(model, params, x, u)
+    assert value == pytest.approx(float(tree_dot(u, hessian.hvp(fn, params, u))), rel=1e-12)
+    eps = 1e-5
+
+    @jax.jit
+    def rq_jit(p):
+        return tree_dot(u, jax.jvp(jax.grad(fn), (p,), (u,))[1])
+
+    def rq(p):
+        return float(rq_jit(p))
+
+    fd = (rq(jax.tree_util.tree_map(lambda a, b: a + eps * b, params, d))
+          - rq(jax.tree_util.tree_map(lambda a, b: a - eps * b, params, d))) / (2 * eps)
+    assert float(tree_dot(grad, d)) == pytest.approx(fd, rel=1e-6)
+
+def test_ascend_hessian_norm_increases_within_the_ball(x64):
+    model, params, x = small_network("mlp", seed=13, width=6)
+    res = hessian.ascend_hessian_norm(model, params, x, 2.0, steps=3, tol=1e-10)
+    assert res["distance"] <= 2.0 * (1 + 1e-12)
+    assert res["value"] >= res["start_value"]
+    assert all(b > a for a, b in zip([res["start_value"], *res["history"]], res["history"], strict=False))
+    ref = hessian.dense_spectral_norm(_full_fn(model, x), res["params"])
+    assert res["value"] == pytest.approx(ref, rel=1e-7)
+    assert res["evaluations"] >= 1 + len(res["history"])

@@ -1,3 +1,4 @@
+
 import math
 
 import jax
@@ -9,7 +10,9 @@ from conftest import numpy_mlp, reference_jacobian
 from ntkbook import models
 from ntkbook.data.circle import circle_data
 from ntkbook.kernels import empirical_ntk
+from ntkbook.models.conv import conv, conv_net
 from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
+from ntkbook.models.resnet import resnet
 
 
 def test_shallow_network_matches_eq8(x64):
@@ -222,3 +225,57 @@ def test_circle_data():
     np.testing.assert_allclose(y, np.cos(2 * theta), atol=1e-6)
     with pytest.raises(ValueError, match="num_inputs"):
         circle_data(0)
+
+
+def _numpy_conv(a, w):
+    """'same' convolution (cross-correlation) of (n, H, W, c) images with (kh, kw, c, o) filters / √(K c)."""
+    kh, kw, c, o = w.shape
+    n, hh, ww, _ = a.shape
+    pad = np.zeros((n, hh + kh - 1, ww + kw - 1, c))
+    pad[:, kh // 2:kh // 2 + hh, kw // 2:kw // 2 + ww] = a
+    out = np.zeros((n, hh, ww, o))
+    for i in range(kh):
+        for j in range(kw):
+            out += np.einsum("nhwc,co->nhwo", pad[:, i:i + hh, j:j + ww], w[i, j])
+    return out / math.sqrt(kh * kw * c)
+
+def test_conv_net_matches_numpy(x64):
+    model, params = conv_net(jax.random.key(0), (3, 4), spatial=(5, 6), kernel_size=(3, 1), input_channels=2,
+                             dtype=jnp.float64)
+    x = np.asarray(jax.random.normal(jax.random.key(1), (2, 5, 6, 2), jnp.float64))
+    a = x
+    for layer in params["layers"]:
+        a = np.tanh(_numpy_conv(a, np.asarray(layer["W"])))
+    flat = a.reshape(2, -1)
+    ref = flat @ np.asarray(params["v"])[:, 0] / math.sqrt(flat.shape[1])
+    np.testing.assert_allclose(model.apply(params, x), ref, rtol=1e-12)
+    np.testing.assert_allclose(conv(jnp.asarray(x), params["layers"][0]["W"]),
+                               _numpy_conv(x, np.asarray(params["layers"][0]["W"])), rtol=1e-12)
+    assert model.pixels == 30 and model.depth == 2
+    # one input channel: (n, H, W) inputs are accepted
+    m1, p1 = conv_net(jax.random.key(0), 2, spatial=(4,), dtype=jnp.float64)
+    assert m1.apply(p1, np.ones((3, 4))).shape == (3,)
+
+def test_conv_net_validation():
+    with pytest.raises(ValueError, match="odd"):
+        conv_net(jax.random.key(0), 2, kernel_size=2)
+    with pytest.raises(ValueError, match="kernel_size"):
+        conv_net(jax.random.key(0), 2, spatial=(4, 4), kernel_size=(3,))
+    model, params = conv_net(jax.random.key(0), 2, spatial=(4, 4))
+    with pytest.raises(ValueError, match="x"):
+        model.apply(params, np.ones((1, 5, 4)))
+    fixed, pf = conv_net(jax.random.key(0), 2, spatial=(4, 4), train_output=False)
+    assert "v" not in pf and fixed.fixed_v.shape == (32, 1)
+
+def test_resnet_matches_numpy(x64):
+    model, params = resnet(jax.random.key(0), 5, 3, input_dim=2, dtype=jnp.float64)
+    x = np.asarray(jax.random.normal(jax.random.key(1), (4, 2), jnp.float64))
+    ws = [np.asarray(layer["W"]) for layer in params["layers"]]
+    a = np.tanh(x @ ws[0].T / math.sqrt(2))
+    for w in ws[1:]:
+        a = np.tanh(a @ w.T / math.sqrt(5)) + a
+    ref = a @ np.asarray(params["v"])[:, 0] / math.sqrt(5)
+    np.testing.assert_allclose(model.apply(params, x), ref, rtol=1e-12)
+    assert model.width == 5 and model.depth == 3 and model.widths == (5, 5, 5)
+    with pytest.raises(ValueError, match="width"):
+        resnet(jax.random.key(0), 0, 2)

@@ -45,8 +45,9 @@ from ..ball import point_on_sphere
 from ..data.sphere import unit_scale_input
 from ..eigen import extreme_eigenpairs
 from ..hessian import at_input, dense_spectral_norm, hessian_spectral_norm
+from ..hessian_bounds import a_priori_layer_jacobian, lemma_f3_bounds
 from ..hessian_compressed import base_pass, compressed_dimension, kernel_at_input
-from ..layer_norms import a_priori_layer_jacobian, largest_singular_value, layer_factors, layer_tensors, lemma_f3_bounds
+from ..layer_norms import largest_singular_value, layer_factors, layer_tensors
 from ..models import MLP, mlp
 from ..models.common import HIGHEST, dense
 from ..models.resnet import resnet
@@ -415,7 +416,7 @@ def hidden_layer_norms(settings: HiddenLayers, key: Array) -> dict[str, np.ndarr
     layer); rows ``input`` = "0": the input x = 0 (C_x = 0) at W₀, where α⁽¹⁾ = σ(0)𝟙 and ‖α⁽¹⁾‖ = √m|σ(0)|
     (only for activations with σ(0) ≠ 0).  The weights of one (L, m, seed) are shared by all activations.
     Returns equal-length arrays ``activation``, ``input``, ``depth``, ``width``, ``seed``, ``radius``, ``layer``,
-    ``norm`` (‖α⁽ˡ⁾‖), ``printed``, ``corrected`` (:func:`~ntkbook.layer_norms.lemma_f3_bounds`), ``c0``, ``c_x``.
+    ``norm`` (‖α⁽ˡ⁾‖), ``printed``, ``corrected`` (:func:`~ntkbook.hessian_bounds.lemma_f3_bounds`), ``c0``, ``c_x``.
     """
     from ..activations import get_activation
 
@@ -815,7 +816,7 @@ def eq_85_87_bounds(depth: int, width: int, c0: float, radius: float, lipschitz:
 
     * ``delta`` — Eq. 85, ‖α̃⁽ˡ⁾(W) − α̃⁽ˡ⁾(W₀)‖ ≤ D_l with D_1 = R·C_x and
       D_l = c₀𝖫_σD_{l−1} + (R/√m)·A_{l−1}, A = the corrected Lemma F.3 bound on ‖α⁽ˡ⁻¹⁾(W)‖
-      (:func:`~ntkbook.layer_norms.lemma_f3_bounds`).  The paper writes D_1 = R·C_x/√d: wrong by √d, since
+      (:func:`~ntkbook.hessian_bounds.lemma_f3_bounds`).  The paper writes D_1 = R·C_x/√d: wrong by √d, since
       ‖ΔW⁽¹⁾x‖/√d ≤ R‖x‖/√d ≤ R·C_x with equality for ΔW⁽¹⁾ = R·u xᵀ/‖x‖ and x = C_x(±1, …, ±1).
     * ``diff`` — Eq. 83 and 87, ‖b⁽ˡ⁾(W) − b₀⁽ˡ⁾‖ ≤ E_l with E_L = R/√m and
       E_{l−1} = (R/√m)𝖫_σ^{L−l+1}(c₀ + R/√m)^{L−l+1} + c₀·‖b₀⁽ˡ⁾‖∞β_σD_l + c₀𝖫_σE_l — Eq. 84 with Lemma F.5

@@ -39,9 +39,10 @@ from ..data import digits
 from ..data.sphere import unit_scale_input
 from ..eigen import lambda_max
 from ..hessian import ascend_hessian_norm, at_input, hessian_spectral_norm
+from ..hessian_bounds import lemma_f3_bounds
 from ..hessian_compressed import base_pass, kernel_at_input, single_input
 from ..kernels import empirical_ntk
-from ..layer_norms import largest_singular_value, layer_factors, lemma_f3_bounds
+from ..layer_norms import largest_singular_value, layer_factors
 from ..models import mlp, shared_model
 from ..models.conv import ConvNet, conv_net
 from ..models.resnet import ResNet, resnet
@@ -398,7 +399,7 @@ def hidden_norm_bounds(architecture: str, depth: int, width: int, c0: float, rad
                        pixels: int = 1) -> dict[str, np.ndarray]:
     """Bounds on ‖α⁽ˡ⁾(W)‖, l = 1..``depth``, for ‖W − W₀‖ ≤ R, ‖W₀ slice‖ ≤ c₀√m and ``|x_i| ≤ C_x``, shape (depth,).
 
-    Every bound is the recursion of :func:`~ntkbook.layer_norms.lemma_f3_bounds` (the corrected one), B₁ = a·C_x + o,
+    Every bound is the recursion of :func:`~ntkbook.hessian_bounds.lemma_f3_bounds` (the corrected one), B₁ = a·C_x + o,
     B_l = s·B_{l−1} + o, from ‖σ(z)‖ ≤ 𝖫_σ‖z‖ + √n|σ(0)| for z ∈ ℝⁿ
     and ‖W⁽ˡ⁾‖ ≤ ‖W₀⁽ˡ⁾‖ + ‖W⁽ˡ⁾ − W₀⁽ˡ⁾‖_F ≤ c₀√m + R, with q = c₀ + R/√m:
 
