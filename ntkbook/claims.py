@@ -401,7 +401,7 @@ def _about(ref: str | None, label: str | None) -> tuple[str, str]:
 
 def bound(claim: str, measured: Any, bound: Any, *, ref: str | None = None, label: str | None = None, rtol: float = 0.0,
           rtol_reason: str | None = None, names: tuple[str, str] = ("measured", "bound"),
-          erratum: str | None = None, not_evidence: str | None = None) -> None:
+          erratum: str | None = None, not_evidence: str | None = None, would_fail: str | None = None) -> None:
     """Claim ``measured ≤ bound·(1 + rtol)`` on every sample.
 
     Args:
@@ -415,6 +415,8 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str | None = None, labe
         not_evidence: for an inequality that holds by construction of the computation (not by the
             result it illustrates), why — the check is then recorded as an :func:`illustration` (shown,
             raises on failure, never counted as evidence).
+        would_fail: what a false statement would have produced (default: "<measured> above <bound> on
+            some sample"); see :func:`would_fail_text`.
 
     Records ``samples``, ``worst_ratio`` (max measured/bound), ``median_ratio`` and ``rtol``.
     """
@@ -440,12 +442,14 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str | None = None, labe
     kind = "bound"
     if not_evidence is not None:
         kind, criterion = "illustration", _not_evidence_text(_text("not_evidence", not_evidence), criterion)
+    else:
+        criterion += would_fail_text(would_fail, f"{names[0]} above {names[1]} on some sample")
     _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values,
             status="passed" if ok else "failed", erratum=erratum)
 
 
 def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindow, *, ref: str, label: str,
-                variable: str, quantity: str, erratum: str | None) -> None:
+                variable: str, quantity: str, erratum: str | None, would_fail: str | None = None) -> None:
     fit = fitting.power_law_fit(x, y)
     decision = fitting.decide_rate(fit, window)
     xs = _vector("x", x)
@@ -472,13 +476,16 @@ def _rate_claim(kind: str, claim: str, x: Any, y: Any, window: fitting.RateWindo
                  f"rivals {rival_text}; this verdict in {fmt(100 * share)}% of "
                  f"{fitting.STABILITY_RESAMPLES} seed resamples (at least {fmt(100 * fitting.STABILITY_MIN)}% "
                  "to pass)")
+    criterion += would_fail_text(would_fail, f"an exponent outside the window, near "
+                                 f"{' or '.join(name for name, _ in window.rivals)}")
     _record(claim, kind=kind, ref=ref, label=label, criterion=criterion, measured=values, status=status,
             window=win, rivals=rivals, erratum=erratum)
 
 
 def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, float],
          rivals: Mapping[str, float], allowance: str, ref: str | None = None, label: str | None = None,
-         variable: str = "m", quantity: str = "y", erratum: str | None = None) -> None:
+         variable: str = "m", quantity: str = "y", erratum: str | None = None,
+         would_fail: str | None = None) -> None:
     """Claim that y ∝ x^a with a fitted exponent a inside ``window`` and every rival ruled out.
 
     The exponent is the least-squares slope of log y on log x over all points
@@ -507,12 +514,13 @@ def rate(claim: str, x: Any, y: Any, *, predicted: float, window: tuple[float, f
     claim, (ref, label) = _check_claim(claim), _about(ref, label)
     win = fitting.rate_window(predicted, window, rivals, allowance=allowance)
     _rate_claim("rate", claim, x, y, win, ref=ref, label=label, variable=_text("variable", variable),
-                quantity=_text("quantity", quantity), erratum=erratum)
+                quantity=_text("quantity", quantity), erratum=erratum, would_fail=would_fail)
 
 
 def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], ref: str | None = None,
           label: str | None = None,
-          variable: str = "m", quantity: str = "y", erratum: str | None = None) -> None:
+          variable: str = "m", quantity: str = "y", erratum: str | None = None,
+          would_fail: str | None = None) -> None:
     """Claim that y is Θ(1) in x (``expect="constant"``) or decays (``expect="decay"``).
 
     A rate claim (same fit, same rule) with the standard windows of
@@ -528,7 +536,8 @@ def order(claim: str, x: Any, y: Any, *, expect: Literal["constant", "decay"], r
     claim, (ref, label) = _check_claim(claim), _about(ref, label)
     V.choice("expect", expect, fitting.ORDER_WINDOWS)
     _rate_claim("order", claim, x, y, fitting.ORDER_WINDOWS[expect], ref=ref, label=label,
-                variable=_text("variable", variable), quantity=_text("quantity", quantity), erratum=erratum)
+                variable=_text("variable", variable), quantity=_text("quantity", quantity), erratum=erratum,
+                would_fail=would_fail)
 
 
 def _closeness(value: Any, reference: Any, rtol: float, atol: float) -> tuple[bool, dict[str, Any]]:
@@ -569,7 +578,8 @@ def _closeness_text(values: Mapping[str, Any]) -> str:
 
 
 def close(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 0.0, precision_reason: str,
-          ref: str | None = None, label: str | None = None, erratum: str | None = None) -> None:
+          ref: str | None = None, label: str | None = None, erratum: str | None = None,
+          would_fail: str | None = None) -> None:
     """Claim ``|value − reference| ≤ atol + rtol·|reference|`` elementwise, against an independent reference
     (closed form, dense computation, another quadrature).
 
@@ -580,7 +590,8 @@ def close(claim: str, value: Any, reference: Any, *, rtol: float, atol: float = 
     claim, (ref, label) = _check_claim(claim), _about(ref, label)
     reason = _text("precision_reason", precision_reason)
     ok, values = _closeness(value, reference, rtol, atol)
-    _record(claim, kind="close", ref=ref, label=label, criterion=f"{_closeness_text(values)} ({reason})",
+    text = f"{_closeness_text(values)} ({reason})" + would_fail_text(would_fail, "an error above the tolerance")
+    _record(claim, kind="close", ref=ref, label=label, criterion=text,
             measured=values, status="passed" if ok else "failed", erratum=erratum)
 
 
@@ -596,7 +607,7 @@ def identity(claim: str, value: Any, reference: Any, *, rtol: float, atol: float
 
 
 def condition(claim: str, ok: Any, *, criterion: str, ref: str | None = None, label: str | None = None,
-              erratum: str | None = None, **measured: Any) -> None:
+              erratum: str | None = None, would_fail: str | None = None, **measured: Any) -> None:
     """Claim a boolean criterion that fits none of the other kinds (e.g. every run met the stopping
     rule).
 
@@ -608,7 +619,8 @@ def condition(claim: str, ok: Any, *, criterion: str, ref: str | None = None, la
     """
     claim, (ref, label) = _check_claim(claim), _about(ref, label)
     passed = _boolean(claim, ok)
-    _record(claim, kind="condition", ref=ref, label=label, criterion=_text("criterion", criterion),
+    text = _text("criterion", criterion) + ("" if would_fail is None else would_fail_text(would_fail, ""))
+    _record(claim, kind="condition", ref=ref, label=label, criterion=text,
             measured=measured, status="passed" if passed else "failed", erratum=erratum)
 
 
@@ -633,6 +645,13 @@ def illustration(claim: str, ok: Any, *, criterion: str, why: str, ref: str | No
     text = _not_evidence_text(_text("why", why), _text("criterion", criterion))
     _record(claim, kind="illustration", ref=ref, label=label, criterion=text, measured=measured,
             status="passed" if passed else "failed", erratum=erratum)
+
+
+def would_fail_text(would_fail: str | None, default: str) -> str:
+    """The clause an evidence claim's criterion ends with: what a false statement would have produced (issue of
+    falsifiability: a check that no false statement could fail is an identity or an illustration)."""
+    text = default if would_fail is None else _text("would_fail", would_fail)
+    return f"; a false statement would show {text}"
 
 
 def _not_evidence_text(why: str, criterion: str) -> str:
@@ -682,4 +701,5 @@ __all__ = [
     "start",
     "verdict_html",
     "verdict_line",
+    "would_fail_text",
 ]

@@ -49,7 +49,8 @@ def rate(claim, y, x=M, **kw):
 def test_bound_passes_and_fails(ledger, capsys):
     claims.bound("prop-2.3/bound-holds", [0.1, 0.2, 0.5], [1.0, 1.0, 1.0], ref=P20, label="prop-2-3")
     assert capsys.readouterr().out.strip() == ("PASSED  prop-2.3/bound-holds  [bound]  measured ≤ bound on 3 samples; "
-                                               "worst ratio 0.5, median 0.2")
+                                               "worst ratio 0.5, median 0.2; a false statement would show measured "
+                                               "above bound on some sample")
     with pytest.raises(AssertionError, match=r"FAILED  prop-2.3/too-tight  \[bound\].*worst ratio 1.5"):
         claims.bound("prop-2.3/too-tight", [1.5, 0.2], [1.0, 1.0], ref=P20, label="prop-2-3")
     recs = lines(ledger)
@@ -529,3 +530,21 @@ def test_a_rate_decided_by_lucky_seeds_is_inconclusive(ledger):
     assert lines(ledger)[-1]["status"] == "passed" and lines(ledger)[-1]["measured"]["stability"] == 1.0
     one_per_x = np.geomspace(64, 16384, 5)
     assert fitting.verdict_stability(one_per_x, one_per_x**-0.5, window, "passed") == 1.0
+
+
+def test_each_evidence_claim_says_what_would_have_failed_it(ledger):
+    claims.bound("prop-2.3/default", [0.1], [1.0], ref=P20, label="prop-2-3", names=("ΔK", "εR"))
+    claims.bound("prop-2.3/own", [0.1], [1.0], ref=P20, label="prop-2-3", would_fail="ΔK growing with R²")
+    rate("thm-3.1/rate", power_law(-0.5, 0.01))
+    claims.close("prop-2.3/close", [1.0], 1.0, rtol=1e-6, precision_reason="float64", ref=P20, label="prop-2-3")
+    claims.condition("prop-2.3/cond", np.bool_(True), criterion="every run converged", ref=P20, label="prop-2-3",
+                     would_fail="a run above the loss tolerance")
+    claims.bound("prop-2.3/construction", [0.1], [1.0], ref=P20, label="prop-2-3", not_evidence="by construction")
+    text = {r["claim"]: r["criterion"] for r in lines(ledger)}
+    assert text["prop-2.3/default"].endswith("; a false statement would show ΔK above εR on some sample")
+    assert text["prop-2.3/own"].endswith("; a false statement would show ΔK growing with R²")
+    assert text["thm-3.1/rate"].endswith("a false statement would show an exponent outside the window, near Θ(1) "
+                                         "or m^-3/4")
+    assert text["prop-2.3/close"].endswith("an error above the tolerance")
+    assert text["prop-2.3/cond"].endswith("a run above the loss tolerance")
+    assert "false statement" not in text["prop-2.3/construction"]  # an illustration cannot fail a false statement

@@ -195,14 +195,16 @@ EXPERIMENT = re.compile(r"^(?P<chapter>[0-9][0-9A-Za-z_-]*):(?P<function>[A-Za-z
 DEF = re.compile(r"^def ([A-Za-z_]\w*)\(", re.MULTILINE)
 
 
+def functions_defined(notebook: dict[str, Any]) -> set[str]:
+    """The names of the functions that the code cells of a notebook (its JSON) define at top level."""
+    return {name for c in notebook.get("cells", []) if c.get("cell_type") == "code"
+            for name in DEF.findall("".join(c.get("source", [])))}
+
+
 def chapter_functions(app: Sphinx, chapter: str) -> set[str]:
     """The names of the functions that the code cells of ``chapter`` define at top level."""
     docs = book_notebooks(app)
-    if chapter not in docs:
-        return set()
-    cells = read_notebook(app, docs[chapter]).get("cells", [])
-    return {name for c in cells if c.get("cell_type") == "code"
-            for name in DEF.findall("".join(c.get("source", [])))}
+    return functions_defined(read_notebook(app, docs[chapter])) if chapter in docs else set()
 
 
 def anchor_experiments(app: Sphinx, doctree: nodes.document) -> None:
