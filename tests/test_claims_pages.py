@@ -40,6 +40,9 @@ def _notebook(executed: bool) -> dict:
             If the Hessian is small in a ball, the kernel changes little.
             ```
             """)},
+        {"cell_type": "code", "id": "experiment", "metadata": {}, "execution_count": 1 if executed else None,
+         "source": 'def kernel_change(key, width):\n    """ΔK of Prop. 2.3."""\n    return {"dK": 1.0 / width}',
+         "outputs": []},
         {"cell_type": "code", "id": "check", "metadata": {}, "execution_count": 1 if executed else None,
          "source": 'nb.claims.bound("prop-2.3/bound-holds", m, b, ref="Liu–Zhu–Belkin 2020, Prop. 2.3", '
                    'label="prop-2-3")',
@@ -65,7 +68,7 @@ INDEX = textwrap.dedent("""\
         where: "Section 2.2"
         chapter: 01-chapter
         label: prop-2-3
-        measured_by: [ntkbook.norms.norm_221]
+        measured_by: [ntkbook.norms.norm_221, "01-chapter:kernel_change"]
         coverage: measured
         note: ""
         erratum: "Eq. 7 drops the gradient norms: the proof gives epsR times their sum."
@@ -202,6 +205,9 @@ def test_index_rows_are_joined_with_their_claims(site):
     assert "prop-2.3/bound-holds" in row and "prop-2.3/identity" in row and "prop-2.3/condition" in row
     assert "prop-2.3/relu-rate" not in row  # its ref is the book's own result
     assert "norms.norm_221" in row
+    # a chapter's experiment: the link goes to the cell that defines the function, which carries the anchor
+    assert 'href="01-chapter.html#experiment-kernel-change"' in row and ">kernel_change<" in row
+    assert 'id="experiment-kernel-change"' in (out / "01-chapter.html").read_text()
     assert "not covered: A random-matrix fact used in a proof; not measured." in page
     own = page[page.index("own results"):]
     assert "ReLU kernel change" in own and "prop-2.3/relu-rate" in own
@@ -267,6 +273,11 @@ def test_a_chapter_not_executed_for_this_build_needs_no_claims(tmp_path):
     page = (out / "claims-ledger.html").read_text()
     assert "No chapter with check cells was executed for this build" in page
     assert "not executed for this build" in (out / "01-chapter.html").read_text()
+
+
+def test_a_measured_by_experiment_the_chapter_does_not_define_is_a_warning(tmp_path):
+    _, warnings = build(tmp_path, index=INDEX.replace("01-chapter:kernel_change", "01-chapter:no_such_function"))
+    assert "measured_by names '01-chapter:no_such_function', but chapter '01-chapter' defines no function" in warnings
 
 
 def test_a_claim_whose_ref_names_no_row_is_a_warning(tmp_path):
