@@ -117,6 +117,9 @@ HOMES: tuple[Home, ...] = (
          "first pre-activations N(0, 1) in the NTK parameterization"),
     Home("models (MLP, CNN, ResNet, DenseNet, assemblies)", "ntkbook.models",
          "parameterization ('ntk' / 'lecun') is static pytree data; shared_model: one object per architecture"),
+    Home("the one-hidden-layer network vᵀφ(Wx) of Oymak–Soltanolkotabi 2020 (Eq. 1.1), initialized as in "
+         "their Thm 2.1", "ntkbook.models.oymak_init.network",
+         "v = ±‖y‖/√(kn) (output_weights, also used by reproduce phase-transition), W₀ ~ N(0, 1); chapter 9"),
     Home("JSON records, digests, atomic writes", "ntkbook.records"),
 )
 """The one home of each object the chapters share (shown on the API page)."""

@@ -761,81 +761,6 @@ class Schur(ExperimentSettings):
 
 
 @dataclass(frozen=True, kw_only=True)
-class JacobianVsK(ExperimentSettings):
-    """Sizes of ``jacobian_vs_k``: Lemmas 6.6–6.7 at W₀ across widths (even k); the width k* of Lemma 6.7's condition
-    is added.
-    """
-
-    n: int
-    d: int
-    widths: tuple[int, ...]
-    seeds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class JacobianLipschitz(ExperimentSettings):
-    """Sizes of ``jacobian_lipschitz``: Lemma 6.8 on random pairs W, W + tΔ."""
-
-    n: int
-    d: int
-    k: int
-    distances: tuple[float, ...]
-    seeds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class RandomFeatures(ExperimentSettings):
-    """Sizes of ``random_features``: Theorem 3.2: λ_min(ΦΦᵀ) against ½k(λ̃(X) − 6B/n¹⁰⁰) across widths k."""
-
-    n: int
-    d: int
-    widths: tuple[int, ...]
-    seeds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class GdModerate(ExperimentSettings):
-    """Sizes of ``gd_moderate``: Theorems 2.1 (softplus) and 2.3 (ReLU) at the theorems' step sizes, one data set,
-    several widths.
-    """
-
-    n: int
-    d: int
-    widths: tuple[int, ...]
-    steps: int
-    activations: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class InitialMisfit(ExperimentSettings):
-    """Sizes of ``initial_misfit``: Lemma 6.12 by Monte Carlo, ‖f(W₀) − y‖ over ``draws`` draws of W₀ (even k),
-    the tail frequencies at each δ of ``deltas``; ``batch`` draws per compiled call."""
-
-    n: int
-    d: int
-    k: int
-    draws: int
-    batch: int
-    deltas: tuple[float, ...]
-    activations: tuple[str, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class SgdModerate(ExperimentSettings):
-    """Sizes of ``sgd_moderate``: Theorem 2.6: SGD at its step size (ν = 8) and at the GD step of Corollary 2.2, `runs`
-    index sequences.
-    """
-
-    n: int
-    d: int
-    k: int
-    nu: float
-    runs: int
-    epochs: int
-    record_every_epoch: int
-
-
-@dataclass(frozen=True, kw_only=True)
 class PhaseTransition(ExperimentSettings):
     """Sizes of ``phase_transition``: Figure 2: P(GD fits n random labels) over (k, d); η = 0.15 softplus / 0.1 ReLU;
     one piece per column.
@@ -1750,47 +1675,6 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         "ci": Schur(n=8, pairs=20),
         "book": Schur(n=20, pairs=200),
         "paper": Schur(n=50, pairs=1000),
-    },
-    "jacobian_vs_k": {
-        # Lemmas 6.6–6.7 at W₀ across widths (even k); the width k* of Lemma 6.7's condition is added
-        "ci": JacobianVsK(n=20, d=10, widths=(4, 64, 1024), seeds=2),
-        "book": JacobianVsK(n=40, d=20, widths=(4, 8, 16, 32, 64, 128, 256, 1024, 4096), seeds=3),
-        "paper": JacobianVsK(n=100, d=30, widths=(4, 8, 16, 32, 64, 128, 256, 1024, 4096, 16384), seeds=5),
-    },
-    "jacobian_lipschitz": {
-        # Lemma 6.8 on random pairs W, W + tΔ
-        "ci": JacobianLipschitz(n=20, d=10, k=32, distances=(0.01, 0.1, 1.0, 10.0), seeds=2),
-        "book": JacobianLipschitz(n=40, d=20, k=128, distances=(0.001, 0.01, 0.1, 1.0, 10.0, 100.0), seeds=3),
-        "paper": JacobianLipschitz(n=100, d=30, k=512, distances=(0.001, 0.01, 0.1, 1.0, 10.0, 100.0), seeds=5),
-    },
-    "random_features": {
-        # Theorem 3.2: λ_min(ΦΦᵀ) against ½k(λ̃(X) − 6B/n¹⁰⁰) across widths k
-        "ci": RandomFeatures(n=20, d=10, widths=(5, 80, 1280), seeds=2),
-        "book": RandomFeatures(n=40, d=20, widths=(10, 40, 160, 640, 2560, 10240, 40960), seeds=3),
-        "paper": RandomFeatures(n=100, d=30, widths=(25, 100, 400, 1600, 6400, 25600, 102400), seeds=5),
-    },
-    "gd_moderate": {
-        # Theorems 2.1 (softplus) and 2.3 (ReLU) at the theorems' step sizes, one data set, several widths
-        "ci": GdModerate(n=20, d=10, widths=(10, 40, 160, 640), steps=2000, activations=("softplus", "relu")),
-        "book": GdModerate(n=40, d=20, widths=(10, 40, 160, 640, 2560), steps=12_000, activations=("softplus", "relu")),
-        "paper": GdModerate(
-            n=100, d=30, widths=(20, 80, 320, 1280, 5120, 20480), steps=40_000, activations=("softplus", "relu")
-        ),
-    },
-    "initial_misfit": {
-        # Lemma 6.12: P(‖f(W₀)−y‖ > ‖y‖(1+(1+δ)B)) ≤ e^{−δ²n/(2‖X‖²)} and Eq. (6.19), frequencies over draws of W₀
-        "ci": InitialMisfit(n=20, d=10, k=50, draws=2000, batch=500, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
-                            activations=("softplus", "relu")),
-        "book": InitialMisfit(n=50, d=10, k=100, draws=10_000, batch=1000, deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0),
-                              activations=("softplus", "relu")),
-        "paper": InitialMisfit(n=100, d=20, k=1000, draws=100_000, batch=1000,
-                               deltas=(0.1, 0.2, 0.3, 0.5, 0.75, 1.0), activations=("softplus", "relu")),
-    },
-    "sgd_moderate": {
-        # Theorem 2.6: SGD at its step size (ν = 8) and at the GD step of Corollary 2.2, `runs` index sequences
-        "ci": SgdModerate(n=20, d=10, k=160, nu=8.0, runs=4, epochs=50, record_every_epoch=5),
-        "book": SgdModerate(n=40, d=20, k=640, nu=8.0, runs=8, epochs=200, record_every_epoch=5),
-        "paper": SgdModerate(n=100, d=30, k=2560, nu=8.0, runs=16, epochs=400, record_every_epoch=10),
     },
     "phase_transition": {
         # Figure 2: P(GD fits n random labels) over (k, d); η = 0.15 softplus / 0.1 ReLU; one piece per column.

@@ -184,3 +184,17 @@ def test_covariance_by_quadrature_is_independent_of_the_series():
         series = cov.neural_network_covariance(x, a, method="hermite")
         np.testing.assert_allclose(quad, series, atol=1e-9)
         assert cov.psd_margin(quad, cov.quadratic_reduction_bound(x, a)["second"]) >= -1e-9
+
+
+def test_dual_kernel_endpoints_give_the_variance_of_the_activation():
+    """K_φ(1) − K_φ(0) = E[φ(g)²] − (E φ(g))² = Var φ(g) (chapter 9, Lemma 6.12): the arc-cosine closed form
+    1/2 − 1/(2π) for ReLU; for softplus the Hermite series against 1-D Gauss–Hermite quadrature of φ² and φ."""
+    from ntkbook.quadrature import gaussian_expectation
+
+    k1, k0 = cov.dual_kernel("relu", np.array([1.0, 0.0]))
+    assert k1 - k0 == pytest.approx(0.5 - 1 / (2 * np.pi), rel=1e-14)
+    phi = A.get_activation("softplus").numpy
+    var = gaussian_expectation(lambda t: phi(t, 0) ** 2) - gaussian_expectation(lambda t: phi(t, 0)) ** 2
+    k1, k0 = cov.dual_kernel("softplus", np.array([1.0, 0.0]))
+    assert k1 - k0 == pytest.approx(var, rel=1e-10)
+    assert k1 - k0 <= 1.0  # Poincaré: Var φ(g) ≤ E φ'(g)² ≤ B² = 1

@@ -279,3 +279,50 @@ def test_resnet_matches_numpy(x64):
     assert model.width == 5 and model.depth == 3 and model.widths == (5, 5, 5)
     with pytest.raises(ValueError, match="width"):
         resnet(jax.random.key(0), 0, 2)
+
+
+# ---------------------------------------------------------------------------------------------
+# The network of Oymak & Soltanolkotabi (2020), Eq. (1.1), initialized as in their Theorem 2.1
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("k", [1, 2, 5, 8])
+def test_oymak_output_weights_follow_theorem_2_1(k):
+    from ntkbook.models.oymak_init import output_weights
+
+    v = np.asarray(output_weights(k, 3.0, 4))
+    assert v.sum() == pytest.approx(0.0, abs=1e-7)
+    if k > 1:
+        assert np.abs(v).max() == pytest.approx(3.0 / math.sqrt(4 * k), rel=1e-6)
+    assert (v > 0).sum() == (v < 0).sum() == k // 2
+    assert (v == 0).sum() == k % 2  # footnote 1: one zero entry when k is odd
+
+
+@pytest.mark.parametrize("activation", ["softplus", "relu", "tanh"])
+def test_oymak_network_its_jacobian_and_kernel(x64, activation):
+    """f = φ(XWᵀ)v (Eq. 1.1, NumPy), the Jacobian blocks v_ℓ diag(φ'(Xw_ℓ))X of Section 6.1 (finite
+    differences for smooth φ) and 𝒥𝒥ᵀ = (φ'(XWᵀ)diag(v)²φ'(WXᵀ)) ⊙ XXᵀ against the empirical kernel."""
+    from ntkbook.activations import get_activation
+    from ntkbook.kernels import jacobian_matrix
+    from ntkbook.models.oymak_init import network, output_weights
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((9, 4))
+    x /= np.linalg.norm(x, axis=1, keepdims=True)
+    y = rng.standard_normal(9)
+    model, params = network(jax.random.key(2), 6, jnp.asarray(x), y, activation=activation)
+    w, v = np.asarray(params["w"]), np.asarray(model.v)
+    np.testing.assert_array_equal(v, output_weights(6, float(np.linalg.norm(y)), 9, dtype=jnp.float64))
+    act = get_activation(activation)
+    np.testing.assert_allclose(model.apply(params, x), act.numpy(x @ w.T) @ v, rtol=1e-12)
+    prime = act.numpy(x @ w.T, 1)  # (n, k)
+    blocks = np.concatenate([v[j] * prime[:, j:j + 1] * x for j in range(6)], axis=1)  # vect(W), row-major
+    jac = np.asarray(jacobian_matrix(model.apply, params, x))
+    np.testing.assert_allclose(jac, blocks, atol=1e-12)
+    if activation != "relu":  # central differences of f in one direction
+        e = rng.standard_normal(w.shape)
+        h = 1e-6
+        fd = (model.apply({"w": w + h * e}, x) - model.apply({"w": w - h * e}, x)) / (2 * h)
+        np.testing.assert_allclose(jac @ e.ravel(), fd, atol=1e-7)
+    gram = ((prime * v**2) @ prime.T) * (x @ x.T)
+    np.testing.assert_allclose(empirical_ntk(model.apply, params, x), gram, atol=1e-12)

@@ -61,3 +61,12 @@ def test_scale_must_be_a_real_number():
         normal(jax.random.key(0), (3,), scale="2")
     with pytest.raises(TypeError, match="scale must be a real number"):
         normal(jax.random.key(0), (3,), scale=True)
+
+
+def test_numpy_generator_is_a_function_of_the_key():
+    from ntkbook.random import numpy_generator
+
+    a = numpy_generator(jax.random.key(3)).standard_normal(5)
+    np.testing.assert_array_equal(a, numpy_generator(jax.random.key(3)).standard_normal(5))
+    assert not np.allclose(a, numpy_generator(jax.random.key(4)).standard_normal(5))
+    assert not np.allclose(a, numpy_generator(jax.random.fold_in(jax.random.key(3), 1)).standard_normal(5))

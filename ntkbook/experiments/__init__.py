@@ -18,8 +18,7 @@ models*:
 
 Oymak & Soltanolkotabi (2020), *Toward moderate overparameterization*:
 
-* ``khatri_rao`` — Chapter 8 (Khatri–Rao products, covariances, Appendix H);
-* ``moderate`` and ``phase_transition`` — Chapter 9 (Theorems 2.1, 2.6, 3.2, Section 4).
+* ``khatri_rao`` — Chapter 8 (Khatri–Rao products, covariances, Appendix H).
 
 Modules are imported on demand (``from ntkbook.experiments import assembly``); importing this
 package imports none of the heavier ones.

@@ -20,6 +20,7 @@ with m₀ = d for the first layer (for d = 1 this is exactly Eq. 8 and Eq. 16).
 
 from __future__ import annotations
 
+from . import oymak_init
 from .common import inputs, shared_model
 from .dense import MLP, ForwardPass, RandomFeatures, ShallowNetwork, mlp, random_features, shallow_network
 from .wrappers import OUTPUT_MAPS, NonLinearOutput, nonlinear_output
@@ -34,6 +35,7 @@ __all__ = [
     "inputs",
     "mlp",
     "nonlinear_output",
+    "oymak_init",
     "random_features",
     "shallow_network",
     "shared_model",
