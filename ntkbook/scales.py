@@ -199,29 +199,6 @@ def pick(scale: str | None = None, *, ci: Mapping[str, Any], book: Mapping[str, 
 
 
 @dataclass(frozen=True, kw_only=True)
-class KernelAlongPaths(ExperimentSettings):
-    """Sizes of ``kernel_along_paths``: A random-features model vs a tanh network, kernels along random and GD paths."""
-
-    width: int
-    num_inputs: int
-    path_steps: int
-    radius: float
-    input_dim: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prop23(ExperimentSettings):
-    """Sizes of ``prop_2_3``: Points of B(w0, R) for two-hidden-layer tanh networks; ε = max ‖H‖ on each segment."""
-
-    widths: tuple[int, ...]
-    radii: tuple[float, ...]
-    samples: int
-    segment_points: int
-    input_dim: int
-    tol: float
-
-
-@dataclass(frozen=True, kw_only=True)
 class Norm221Timing(ExperimentSettings):
     """Sizes of ``norm_221_timing``."""
 
@@ -777,28 +754,6 @@ class PhaseTransition(ExperimentSettings):
 
 
 TABLE: dict[str, dict[str, ExperimentSettings]] = {
-    # Chapter 1 — the tangent kernel and linearity -------------------------------------------
-    "kernel_along_paths": {
-        # a random-features model vs a tanh network, kernels along random and GD paths
-        "ci": KernelAlongPaths(width=64, num_inputs=8, path_steps=20, radius=10.0, input_dim=2),
-        "book": KernelAlongPaths(width=512, num_inputs=16, path_steps=100, radius=10.0, input_dim=2),
-        "paper": KernelAlongPaths(width=4096, num_inputs=32, path_steps=400, radius=10.0, input_dim=2),
-    },
-    "prop_2_3": {
-        # points of B(w0, R) for two-hidden-layer tanh networks; ε = max ‖H‖ on each segment
-        "ci": Prop23(widths=(32, 128), radii=(1.0, 4.0), samples=2, segment_points=3, input_dim=2, tol=1e-3),
-        "book": Prop23(
-            widths=(64, 256, 1024), radii=(0.5, 2.0, 8.0), samples=2, segment_points=5, input_dim=2, tol=1e-3
-        ),
-        "paper": Prop23(
-            widths=(64, 256, 1024, 4096),
-            radii=(0.5, 2.0, 8.0, 32.0),
-            samples=10,
-            segment_points=9,
-            input_dim=2,
-            tol=1e-4,
-        ),
-    },
     # Chapter 2 — the (2,2,1)-norm and the one-hidden-layer network ----------------------------
     "norm_221_timing": {
         "ci": Norm221Timing(d1=8, d2=8, d3_values=(2, 4, 6, 8, 10), repeats=2),
