@@ -95,7 +95,7 @@ HOMES: tuple[Home, ...] = (
     Home("independent runs spread over the devices of one host", "ntkbook.parallel.shard_runs",
          "JAX sharding of the runs axis; unpad drops the padding copies"),
     Home("figure: ‖H‖ and K(x, x) of Eq. (8) across widths (Section 3.1)",
-         "ntkbook.experiments.one_hidden_layer.width_sweep_figure", "chapter 2 and reproduce one-hidden-layer"),
+         "ntkbook.reproductions.one_hidden_layer.figure", "chapter 2 and reproduce one-hidden-layer"),
     Home("figure: Figure 1 of Liu–Zhu–Belkin 2020 (non-linear output)",
          "ntkbook.experiments.linearity_experiments.plot_figure1", "chapter 6 and reproduce nonlinear-output"),
     Home("figure: Figure 2 of Liu–Zhu–Belkin 2020 (bottleneck)",

@@ -11,10 +11,10 @@ where T_k = T[:, :, k].  s and −s give the same matrix up to sign, so 2^{d3−
 
 :func:`norm_221` enumerates them when d3 ≤ 16 (exact).  Otherwise it returns a certified interval:
 
-* lower bound — ‖Σ_k s_k T_k‖₂ for the best sign vector found by a local search: alternating ascent
-  (given (x, z): s_k = sign(xᵀT_k z); given s: (x, z) = top singular pair of Σ s_k T_k) from random
-  restarts, then single sign flips while they help.  Every value it reports is attained by a
-  feasible s, so it never exceeds the norm;
+* lower bound — ‖Σ_k s_k T_k‖₂ for the best sign vector found by a local search over sign vectors:
+  alternating maximization (given (x, z): s_k = sign(xᵀT_k z); given s: (x, z) = top singular pair of
+  Σ s_k T_k) from random restarts, then single sign flips while they help.  Every value it reports is
+  attained by a feasible s, so it never exceeds the norm;
 * upper bound — the smallest of three relaxations, each ≥ the norm:
 
   - ‖Σ_k |T_k|‖₂ (entrywise absolute values; Perron–Frobenius), exact for "diagonal" tensors;
@@ -101,14 +101,16 @@ def _enumerate(t: np.ndarray) -> tuple[float, np.ndarray]:
     return best, best_s
 
 
-def _alternating_ascent(t: np.ndarray, restarts: int, rng: np.random.Generator, polish: int = 4
-                        ) -> tuple[float, np.ndarray]:
-    """Best sign vector from alternating ascent with restarts, then single-flip local search.
+def _alternating_maximization(t: np.ndarray, restarts: int, rng: np.random.Generator, polish: int = 4
+                              ) -> tuple[float, np.ndarray]:
+    """Best sign vector of max_s ‖Σ_k s_k T_k‖₂ found by alternating maximization with restarts, then a
+    single-flip local search (a lower bound of the (2,2,1)-norm: a combinatorial search over sign vectors,
+    no gradient and no ball).
 
-    Alternating ascent: given (x, z), the best s is s_k = sign(xᵀT_k z); given s, the best (x, z) is
-    the top singular pair of Σ s_k T_k — each step can only increase the objective.  The ``polish``
-    best results are then improved by flipping one sign at a time while that increases ‖Σ s_k T_k‖
-    (a 1-flip local optimum).
+    Alternating maximization of xᵀ(Σ_k s_k T_k)z over the signs s and the unit vectors (x, z): given
+    (x, z), the best s is s_k = sign(xᵀT_k z); given s, the best (x, z) is the top singular pair of
+    Σ s_k T_k — each step can only increase the objective.  The ``polish`` best results are then improved
+    by flipping one sign at a time while that increases ‖Σ s_k T_k‖ (a 1-flip local optimum).
     """
     d1, d2, d3 = t.shape
     flat = t.reshape(d1 * d2, d3)
@@ -117,7 +119,9 @@ def _alternating_ascent(t: np.ndarray, restarts: int, rng: np.random.Generator, 
         u, sv, vt = np.linalg.svd((flat @ s).reshape(d1, d2), full_matrices=False)
         return float(sv[0]), u[:, 0], vt[0]
 
-    def ascend(s: np.ndarray) -> tuple[float, np.ndarray]:
+    def maximize(s: np.ndarray) -> tuple[float, np.ndarray]:
+        """Alternate s ← sign(xᵀT_k z) and (x, z) ← top singular pair of Σ s_k T_k from the signs ``s``
+        until the signs repeat or the value stops increasing."""
         s = np.where(s == 0, 1.0, s)
         val, x, z = top_pair(s)
         for _ in range(100):
@@ -146,7 +150,7 @@ def _alternating_ascent(t: np.ndarray, restarts: int, rng: np.random.Generator, 
 
     starts = [np.sign(flat.T @ flat[:, 0] + 1e-300)]  # a data-driven start, then random ones
     starts += [rng.choice([-1.0, 1.0], size=d3) for _ in range(restarts)]
-    results = sorted((ascend(s) for s in starts), key=lambda r: -r[0])
+    results = sorted((maximize(s) for s in starts), key=lambda r: -r[0])
     polished = [flip_search(v, s) for v, s in results[:polish]]
     best, best_s = max(polished + results[:1], key=lambda r: r[0])
     return best, best_s * (1.0 if best_s[0] >= 0 else -1.0)
@@ -185,7 +189,7 @@ def norm_221(
         T: array of shape (d1, d2, d3).
         max_exact_d3: enumerate all sign vectors when d3 ≤ this (≤ 16 by default; cost
             2^{d3−1} spectral norms of d1 × d2 matrices).
-        restarts: random restarts of the alternating ascent (lower bound) when d3 is larger.
+        restarts: random restarts of the alternating maximization (lower bound) when d3 is larger.
         group_size: slices per group in the grouped upper bound (≤ ``max_exact_d3``).
         seed: seed of the restarts (the result is deterministic).
 
@@ -205,7 +209,7 @@ def norm_221(
     if d3 <= max_exact_d3:
         value, signs = _enumerate(t)
         return Norm221Result(value, value, True, signs, "enumeration")
-    lower, signs = _alternating_ascent(t, restarts, np.random.default_rng(seed))
+    lower, signs = _alternating_maximization(t, restarts, np.random.default_rng(seed))
     upper = max(_upper_bound(t, group_size, lower), lower)
     exact = bool(upper - lower <= 1e-12 * max(upper, np.finfo(np.float64).tiny))
     return Norm221Result(lower, upper, exact, signs, "bounds")

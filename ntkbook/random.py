@@ -7,7 +7,7 @@ key from a position in a list (``fold_in(key, i)`` for the i-th width), which ch
 does.  Integers are folded as they are; a string or a float is folded as the first 32 bits of the
 SHA-256 of its text (``repr`` of the float), so ``fold_key(key, "tanh", 4.0)`` is a key too.
 :func:`ntkbook.sweep.piece_key` is :func:`fold_key` of the hash of a sweep's name and a piece's
-coordinates.
+coordinates (computed by :func:`fold_words`, many keys in one compiled call).
 :func:`numpy_generator` turns a key into a NumPy generator, for Monte Carlo loops that draw many
 arrays of one kind in NumPy (no XLA compilation per shape).
 :func:`normal` is ``jax.random.normal`` with the same numbers, compiled once per power of two of the size
@@ -25,7 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-__all__ = ["fold_key", "normal", "numpy_generator"]
+__all__ = ["fold_key", "fold_words", "normal", "numpy_generator"]
 
 # draws of at most this many numbers share one compiled program per power of two of their size
 SHARED_DRAW_MAX = 1 << 20
@@ -68,6 +68,27 @@ def fold_key(key: jax.Array, *values: int | float | str) -> jax.Array:
     for v in values:
         key = jax.random.fold_in(key, _word(v))
     return key
+
+
+@jax.jit
+def _fold_words(key: jax.Array, words: jax.Array) -> jax.Array:
+    for i in range(words.shape[0]):
+        key = jax.random.fold_in(key, words[i])
+    return key
+
+
+def fold_words(key: jax.Array, words: object) -> jax.Array:
+    """``fold_key(key, *row)`` for every row of a (n, k) array of 32-bit unsigned words: n keys, stacked, from
+    one compiled call (``fold_key`` dispatches one eager ``fold_in`` per value, which costs milliseconds when a
+    sweep derives thousands of keys).
+
+    Raises:
+        ValueError: if ``words`` is not a 2-d array of integers in [0, 2³²).
+    """
+    array = np.asarray(words)
+    if array.ndim != 2 or array.dtype.kind not in "iu" or (array.size and (array.min() < 0 or array.max() >= 1 << 32)):
+        raise ValueError(f"words must be a 2-d array of integers in [0, 2^32), got {array!r}")
+    return jax.vmap(_fold_words, in_axes=(None, 0))(key, jnp.asarray(array.astype(np.uint32)))
 
 
 def numpy_generator(key: jax.Array) -> np.random.Generator:

@@ -199,42 +199,14 @@ def pick(scale: str | None = None, *, ci: Mapping[str, Any], book: Mapping[str, 
 
 
 @dataclass(frozen=True, kw_only=True)
-class Norm221Timing(ExperimentSettings):
-    """Sizes of ``norm_221_timing``."""
-
-    d1: int
-    d2: int
-    d3_values: tuple[int, ...]
-    repeats: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Prop21(ExperimentSettings):
-    """Sizes of ``prop_2_1``."""
-
-    num_tensors: int
-    shape: tuple[int, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
 class OneHiddenLayer(ExperimentSettings):
-    """Sizes of ``one_hidden_layer``."""
+    """Sizes of ``one_hidden_layer`` (reproduction one-hidden-layer, chapter 2): widths, inputs x, seeds per width,
+    Lanczos tolerance."""
 
     widths: tuple[int, ...]
     inputs: tuple[float, ...]
     seeds: int
     tol: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class RandomDirection(ExperimentSettings):
-    """Sizes of ``random_direction``: kernel change of Eq. (8) between w0 and w0 + R·u, u a random unit vector."""
-
-    activations: tuple[str, ...]
-    widths: tuple[int, ...]
-    seeds: int
-    radius: float
-    x: float
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -754,26 +726,7 @@ class PhaseTransition(ExperimentSettings):
 
 
 TABLE: dict[str, dict[str, ExperimentSettings]] = {
-    # Chapter 2 — the (2,2,1)-norm and the one-hidden-layer network ----------------------------
-    "norm_221_timing": {
-        "ci": Norm221Timing(d1=8, d2=8, d3_values=(2, 4, 6, 8, 10), repeats=2),
-        "book": Norm221Timing(d1=16, d2=16, d3_values=(2, 4, 6, 8, 10, 12, 14, 16), repeats=3),
-        "paper": Norm221Timing(d1=32, d2=32, d3_values=(2, 4, 6, 8, 10, 12, 14, 16), repeats=5),
-    },
-    "prop_2_1": {
-        "ci": Prop21(num_tensors=20, shape=(5, 4, 6)),
-        "book": Prop21(num_tensors=200, shape=(8, 6, 10)),
-        "paper": Prop21(num_tensors=1000, shape=(12, 10, 14)),
-    },
-    "random_direction": {
-        # exercise ex-2-relu: ReLU and tanh kernel change in a random direction of radius R
-        "ci": RandomDirection(activations=("relu", "tanh"), widths=(64, 256, 1024, 4096), seeds=40, radius=1.0,
-                              x=1.0),
-        "book": RandomDirection(activations=("relu", "tanh"), widths=(256, 512, 1024, 2048, 4096, 8192, 16384),
-                                seeds=200, radius=1.0, x=1.0),
-        "paper": RandomDirection(activations=("relu", "tanh"), widths=(256, 1024, 4096, 16384, 65536, 262144),
-                                 seeds=1000, radius=1.0, x=1.0),
-    },
+    # Chapter 2 — the one-hidden-layer network (reproduction one-hidden-layer) -------------------
     "one_hidden_layer": {
         "ci": OneHiddenLayer(widths=(10, 30, 100, 300, 1000), inputs=(0.5, 1.0, 2.0), seeds=2, tol=1e-4),
         "book": OneHiddenLayer(

@@ -58,7 +58,7 @@ import pandas as pd
 
 from . import _validation as V
 from .progress import progress
-from .random import fold_key
+from .random import fold_words
 from .records import atomic_write_bytes, canonical_json, digest, to_jsonable
 from .scales import ExperimentSettings
 
@@ -113,16 +113,22 @@ def piece_key(name: str, coords: Coords) -> jax.Array:
     """The PRNG key of a piece: a function of the sweep name and the piece's coordinates only.
 
     The SHA-256 of the canonical JSON of ``{"sweep": name, "coords": coords}`` gives four 32-bit
-    words, folded into ``jax.random.key(0)`` (:func:`ntkbook.random.fold_key`); two different
+    words, folded into ``jax.random.key(0)`` (:func:`ntkbook.random.fold_words`); two different
     coordinates give unrelated keys, and the same coordinates give the same key in any process.  Use it
     also for randomness shared by several pieces, e.g. ``piece_key(name, {"seed": s})`` for data common
     to all widths of seed ``s``.
     """
+    return piece_keys(name, [coords])[0]
+
+
+def piece_keys(name: str, many: Sequence[Coords]) -> jax.Array:
+    """:func:`piece_key` of several pieces, stacked (one compiled call, not four eager ``fold_in`` per key: a
+    sweep of 200 seeds × 8 grid points spent 4 CPU-s deriving its keys one by one)."""
     if not isinstance(name, str) or not name:
         raise ValueError(f"name must be a non-empty string, got {name!r}")
-    words = np.frombuffer(hashlib.sha256(canonical_json({"sweep": name, "coords": coords}).encode()).digest()[:16],
-                          dtype="<u4")
-    return fold_key(jax.random.key(0), *(int(w) for w in words))
+    words = [np.frombuffer(hashlib.sha256(canonical_json({"sweep": name, "coords": c}).encode()).digest()[:16],
+                           dtype="<u4") for c in many]
+    return fold_words(jax.random.key(0), np.stack(words))
 
 
 def parse_shard(text: str) -> tuple[int, int]:
@@ -376,8 +382,8 @@ def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str],
     def arguments(coords: Coords) -> dict[str, Any]:
         return {k: coords[k] for k in static}
 
-    def key(coords: Coords) -> jax.Array:
-        return piece_key(label, {k: v for k, v in coords.items() if k not in shared})
+    def keys(unit: list[Coords]) -> jax.Array:
+        return piece_keys(label, [{k: v for k, v in c.items() if k not in shared} for c in unit])
 
     if vmap_seeds:
         def batched(keys: jax.Array, **others: Any) -> Any:
@@ -386,8 +392,7 @@ def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str],
         compiled = jax.jit(batched, static_argnames=static)
 
         def compute_group(unit: list[Coords]) -> list[dict[str, Any]]:
-            keys = jax.numpy.stack([key(c) for c in unit])
-            out = jax.tree_util.tree_map(np.asarray, compiled(keys, **arguments(unit[0])))
+            out = jax.tree_util.tree_map(np.asarray, compiled(keys(unit), **arguments(unit[0])))
             return [jax.tree_util.tree_map(lambda a, i=i: a[i], out) for i in range(len(unit))]
 
         def groups(pieces: list[Coords]) -> list[list[Coords]]:
@@ -398,7 +403,7 @@ def _function_compute(fn: Callable[..., Any], label: str, axis_names: list[str],
 
         return compute_group, groups
     call = jax.jit(fn, static_argnames=static) if jit else fn
-    return (lambda coords: call(key(coords), **arguments(coords))), None
+    return (lambda coords: call(keys([coords])[0], **arguments(coords))), None
 
 
 def _check_columns(sweep: Sweep, coords: Coords, frame: pd.DataFrame) -> None:
@@ -420,6 +425,7 @@ __all__ = [
     "grid",
     "parse_shard",
     "piece_key",
+    "piece_keys",
     "run",
     "settings_digest",
 ]

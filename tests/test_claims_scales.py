@@ -17,21 +17,22 @@ def test_scale_resolution(monkeypatch):
     assert scales.resolve() == "book"
     monkeypatch.setenv("NTKBOOK_SCALE", "ci")
     assert scales.resolve() == "ci"
-    assert scales.get("prop_2_1") is scales.TABLE["prop_2_1"]["ci"]
+    assert scales.get("one_hidden_layer") is scales.TABLE["one_hidden_layer"]["ci"]
     monkeypatch.setenv("NTKBOOK_SCALE", "tiny")
     with pytest.raises(ValueError, match="unknown scale 'tiny'; expected one of 'ci', 'book', 'paper'"):
         scales.resolve()
-    s = scales.get("prop_2_1", "book")
-    assert s.as_dict() == {"num_tensors": 200, "shape": (8, 6, 10)}
+    s = scales.get("one_hidden_layer", "book")
+    assert s.as_dict() == {"widths": (10, 30, 100, 300, 1000, 3000, 10_000, 30_000, 100_000),
+                           "inputs": (0.5, 1.0, 2.0), "seeds": 5, "tol": 1e-4}
     with pytest.raises(AttributeError, match="nope"):
         _ = s.nope
     with pytest.raises(TypeError, match="nope"):  # a misspelled field is an error, never ignored
         s.replace(nope=1)
-    with pytest.raises(TypeError, match=r"Prop21\.num_tensors must be an int"):
-        s.replace(num_tensors=2.5)
-    with pytest.raises(TypeError, match=r"Prop21.shape\[1\] must be an int"):
-        s.replace(shape=(8, "6", 10))
-    assert s.replace(shape=[1, 2, 3]).shape == (1, 2, 3)
+    with pytest.raises(TypeError, match=r"OneHiddenLayer\.seeds must be an int"):
+        s.replace(seeds=2.5)
+    with pytest.raises(TypeError, match=r"OneHiddenLayer.widths\[1\] must be an int"):
+        s.replace(widths=(8, "6", 10))
+    assert s.replace(widths=[1, 2, 3]).widths == (1, 2, 3)
     with pytest.raises(ValueError, match="unknown experiment"):
         scales.get("nope", "ci")
 

@@ -112,23 +112,3 @@ def test_validation():
     with pytest.raises(ValueError, match="v must have length d3 = 3"):
         norms.contract_third(np.ones((2, 2, 3)), np.ones(2))
     assert nb.norm_221(jnp.ones((2, 2, 2))).exact
-
-
-def test_landscape_against_formula_and_structured_tensors():
-    from ntkbook.experiments import norm_221 as n221
-
-    rng = np.random.default_rng(3)
-    land = n221.landscape_against_formula(rng.normal(size=(2, 2, 3)), points=181)
-    assert land["objective"].shape == (181, 181)
-    # the grid sees feasible points only: never above the exact value, close to it
-    assert land["grid_max"] <= land["formula"] * (1 + 1e-12)
-    assert land["grid_max"] == pytest.approx(land["formula"], rel=2 * (np.pi / 181) ** 2)
-    assert set(np.abs(land["signs"])) == {1.0}
-    c = rng.normal(size=6)
-    st = n221.structured_tensors(c)
-    assert st["closed_forms"] == [np.abs(c).max()] * 2 + [np.abs(c).sum()] * 2
-    # independent reference: brute force over all sign vectors of the 1×1×d tensor (|Σ s_k c_k| ≤ Σ|c_k|)
-    signs = np.array(np.meshgrid(*[[-1.0, 1.0]] * 6)).reshape(6, -1)
-    assert st["bounds"][2] == pytest.approx(np.max(np.abs(c @ signs)), rel=1e-12)
-    np.testing.assert_allclose(st["bounds"], st["closed_forms"], rtol=1e-12)
-    assert n221.structured_table(st).frame.shape == (2, 5)

@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ntkbook.random import SHARED_DRAW_MAX, normal
+from ntkbook.random import SHARED_DRAW_MAX, fold_key, fold_words, normal
 
 
 @pytest.mark.parametrize("shape", [(1,), (7,), (8,), (9,), (5, 3), (33, 17), (2, 3, 4), (1, 1025), (0,), ()])
@@ -70,3 +70,19 @@ def test_numpy_generator_is_a_function_of_the_key():
     np.testing.assert_array_equal(a, numpy_generator(jax.random.key(3)).standard_normal(5))
     assert not np.allclose(a, numpy_generator(jax.random.key(4)).standard_normal(5))
     assert not np.allclose(a, numpy_generator(jax.random.fold_in(jax.random.key(3), 1)).standard_normal(5))
+
+
+def test_fold_words_is_fold_key_of_each_row():
+    """One compiled call gives, row by row, the keys of jax.random.fold_in applied word after word."""
+    words = np.array([[0, 1, 2, 3], [2**32 - 1, 7, 0, 123456789], [5, 5, 5, 5]], dtype=np.uint64)
+    keys = fold_words(jax.random.key(3), words)
+    for row, key in zip(words, keys, strict=True):
+        expected = jax.random.key(3)
+        for w in row:
+            expected = jax.random.fold_in(expected, int(w))
+        assert np.array_equal(jax.random.key_data(key), jax.random.key_data(expected))
+        assert np.array_equal(jax.random.key_data(key), jax.random.key_data(fold_key(jax.random.key(3), *map(int, row))))
+    with pytest.raises(ValueError, match="words must be a 2-d array"):
+        fold_words(jax.random.key(0), np.array([1, 2]))
+    with pytest.raises(ValueError, match="words must be a 2-d array"):
+        fold_words(jax.random.key(0), np.array([[-1, 2]]))

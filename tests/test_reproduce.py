@@ -157,14 +157,15 @@ def test_command_line_list_and_errors():
 
 
 # `python -m ntkbook reproduce one-hidden-layer --scale ci` (the command line's own entry point) with the ci
-# sweep cut to two small widths, three seeds and one input: six real pieces (width, seed), in that order.
-# The first new width compiles the solver, so the run pauses there between pieces 3 and 4, where the test
-# kills it; the resumed numbers are compared with an uninterrupted run.
+# sweep cut to two widths, three seeds and one input: six real pieces (width, seed), in that order.  The
+# second width is above the reproduction's PAD (computed at its own size), so it compiles the solver again and
+# the run pauses there between pieces 3 and 4, where the test kills it (the pieces of a compiled width take
+# milliseconds); the resumed numbers are compared with an uninterrupted run.
 _TINY_CLI = textwrap.dedent("""
     import sys
     from ntkbook import cli, scales
     ci = scales.TABLE["one_hidden_layer"]["ci"]
-    scales.TABLE["one_hidden_layer"]["ci"] = ci.replace(widths=(8, 16), seeds=3, inputs=(1.0,))
+    scales.TABLE["one_hidden_layer"]["ci"] = ci.replace(widths=(8, 2000), seeds=3, inputs=(1.0,))
     sys.exit(cli.main(sys.argv[1:]))
 """)
 
@@ -181,7 +182,7 @@ def test_killed_command_resumes_without_recomputing(tmp_path):
     out = tmp_path / "interrupted"
     proc = subprocess.Popen([*cmd, "--out", str(out)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 300
-    cache = out / ".cache" / "one-hidden-layer"
+    cache = out / ".cache" / "one_hidden_layer"  # the sweep engine's cache: <sweep>/<settings digest>/<piece>
     while time.time() < deadline and len(list(cache.glob("*/*.json"))) < 3:
         assert proc.poll() is None, "the run finished before it could be interrupted"
         time.sleep(0.01)
@@ -202,7 +203,7 @@ def test_killed_command_resumes_without_recomputing(tmp_path):
     subprocess.run([*cmd, "--out", str(fresh)], env=env, check=True, capture_output=True)
     uninterrupted = json.loads((fresh / "one-hidden-layer.json").read_text())
     assert uninterrupted["cached_pieces"] == 0
-    assert resumed["rows"] == uninterrupted["rows"] and resumed["slopes"] == uninterrupted["slopes"]
+    assert resumed["table"] == uninterrupted["table"] and resumed["summary"] == uninterrupted["summary"]
 
 # ---------------------------------------------------------------------------------------------
 # The phase-transition reproduction (Figure 2 of Oymak–Soltanolkotabi 2020): its piece against a plain

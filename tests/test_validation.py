@@ -108,7 +108,7 @@ CASES = [
     ("loss name", lambda: training.loss_value(MODEL.apply, PARAMS, X, Y, "l1"), ValueError, "unknown loss 'l1'"),
     ("schedule", lambda: training.record_schedule(0), ValueError, "max_steps must be an integer >= 1"),
     # scales, claims, reproductions
-    ("scale name", lambda: scales.get("prop_2_1", "large"), ValueError,
+    ("scale name", lambda: scales.get("one_hidden_layer", "large"), ValueError,
      "unknown scale 'large'; expected one of 'ci', 'book', 'paper'"),
     ("experiment name", lambda: scales.get("fig9", "ci"), ValueError, "unknown experiment 'fig9'"),
     ("claim condition", lambda: claims.condition("x/y", np.array([1.0]), criterion="c", ref="book, x", label="x"),

@@ -2,8 +2,6 @@
 
 Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 
-* ``norm_221`` and ``one_hidden_layer`` — Chapter 2 (Definition 2.2, Proposition 2.1,
-  Section 3.1);
 * ``deep_hessian`` and ``deep_hessian_ball`` — Chapter 3 (Section 3: Prop. 3.1,
   Theorems 3.1–3.3, Lemma 3.1, Section 3.3.3);
 * ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
