@@ -6,7 +6,8 @@ A chapter's experiment is a plain function of a PRNG key and its coordinates, ru
         ...
         return {"ΔK": ..., "bound": ...}
 
-    rows = nb.sweep.run(kernel_change, width=(64, 256), radius=(0.5, 1.0), seed=range(4))
+    rows = nb.sweep.run(kernel_change, width=(64, 256),
+                        radius=(0.5, 1.0), seed=range(4))
 
 :func:`run` calls it once per *piece* (one point of the grid), with the key derived from the function's
 name and the piece's coordinates (:func:`piece_key`); the axis ``seed`` only selects the key and is not
