@@ -167,8 +167,8 @@ class Sizes:
 
 
 def _show(value: Any) -> str:
-    if isinstance(value, tuple):
-        return ", ".join(_show(v) for v in value) if value else "none"
+    if isinstance(value, tuple):  # a tuple of tuples (shapes) shows its items in brackets: (6, 3), (10, 4)
+        return ", ".join(f"({_show(v)})" if isinstance(v, tuple) else _show(v) for v in value) if value else "none"
     if isinstance(value, float):
         return f"{value:g}"
     return str(value)
@@ -621,92 +621,6 @@ class Densenet(ExperimentSettings):
     lr_factor: float
     radius: float
     tol: float
-
-
-@dataclass(frozen=True, kw_only=True)
-class KrIdentity(ExperimentSettings):
-    """Sizes of ``kr_identity``: (A∗B)(A∗B)ᵀ = (AAᵀ)⊙(BBᵀ) and X^{∗r} Gram = (XXᵀ)^{⊙r}; σ_min by SVD vs Gram."""
-
-    shapes: tuple[tuple[int, int], ...]
-    orders: tuple[int, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class KrSphere(ExperimentSettings):
-    """Sizes of ``kr_sphere``: ‖X‖, σ_min(X∗X), κ(X) for data uniform on the sphere; n as fractions of D = d(d+1)/2
-    (and n = d).
-    """
-
-    ds: tuple[int, ...]
-    fractions: tuple[float, ...]
-    seeds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class KrDegenerate(ExperimentSettings):
-    """Sizes of ``kr_degenerate``: One nearly duplicated / nearly antipodal pair at angle arctan ε."""
-
-    n: int
-    d: int
-    epsilons: tuple[float, ...]
-
-
-@dataclass(frozen=True, kw_only=True)
-class KrDeltaSeparated(ExperimentSettings):
-    """Sizes of ``kr_delta_separated``: Thm. I.1 / Cor. I.2 (ReLU) on data of controlled separation δ: a near pair
-    and a near antipode at distance δ in n points of S^{d−1}, the half circle with n points, uniform sphere data."""
-
-    n: int
-    d: int
-    deltas: tuple[float, ...]
-    circle_ns: tuple[int, ...]
-    sphere_shapes: tuple[tuple[int, int], ...]
-    seeds: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class CovRoutes(ExperimentSettings):
-    """Sizes of ``cov_routes``: Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo."""
-
-    n: int
-    d: int
-    activations: tuple[str, ...]
-    samples: int
-    degree: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class HermiteTable(ExperimentSettings):
-    """Sizes of ``hermite_table``."""
-
-    r_max: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Lemma64(ExperimentSettings):
-    """Sizes of ``lemma_6_4``: PSD margins of Eq. (6.4) and λ(X) ≥ μ²σ²_min(X∗X) on sphere data of each (n, d)."""
-
-    shapes: tuple[tuple[int, int], ...]
-    activations: tuple[str, ...]
-    degree: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class HermiteBounds(ExperimentSettings):
-    """Sizes of ``hermite_bounds``: Lemmas H.1/H.2: μ_r²σ²_min(X^{∗(r+1)}) for r = orders, across n at fixed d."""
-
-    d: int
-    ns: tuple[int, ...]
-    orders: tuple[int, ...]
-    degree: int
-
-
-@dataclass(frozen=True, kw_only=True)
-class Schur(ExperimentSettings):
-    """Sizes of ``schur``."""
-
-    n: int
-    pairs: int
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -1502,88 +1416,6 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         ),
     },
     # Chapters 8–9 — Khatri–Rao products and moderate overparameterization (Oymak & Soltanolkotabi)
-    "kr_identity": {
-        # (A∗B)(A∗B)ᵀ = (AAᵀ)⊙(BBᵀ) and X^{∗r} Gram = (XXᵀ)^{⊙r}; σ_min by SVD vs Gram
-        "ci": KrIdentity(shapes=((6, 3), (10, 4)), orders=(1, 2, 3)),
-        "book": KrIdentity(shapes=((6, 3), (10, 4), (20, 5)), orders=(1, 2, 3)),
-        "paper": KrIdentity(shapes=((6, 3), (10, 4), (20, 5), (40, 6)), orders=(1, 2, 3, 4)),
-    },
-    "kr_sphere": {
-        # ‖X‖, σ_min(X∗X), κ(X) for data uniform on the sphere; n as fractions of D = d(d+1)/2 (and n = d)
-        "ci": KrSphere(ds=(8, 16), fractions=(0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.2), seeds=2),
-        "book": KrSphere(
-            ds=(10, 20, 40), fractions=(0.02, 0.05, 0.1, 0.175, 0.25, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1), seeds=3
-        ),
-        "paper": KrSphere(
-            ds=(10, 20, 40, 60), fractions=(0.02, 0.05, 0.1, 0.175, 0.25, 0.35, 0.5, 0.65, 0.8, 0.9, 1.0, 1.1), seeds=5
-        ),
-    },
-    "kr_degenerate": {
-        # one nearly duplicated / nearly antipodal pair at angle arctan ε
-        "ci": KrDegenerate(n=20, d=10, epsilons=(1e-4, 1e-3, 1e-2, 1e-1)),
-        "book": KrDegenerate(n=40, d=16, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
-        "paper": KrDegenerate(n=100, d=30, epsilons=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2, 1e-1)),
-    },
-    "kr_delta_separated": {
-        # Thm. I.1 / Cor. I.2: λ(X) of ReLU and λ_min(E[ℐℐᵀ]) against δ/(100n²); pair distances δ ≤ 1e-2 (the
-        # δ-exponent is fitted there: relative corrections ≈ πδ/2 ≤ 2%)
-        "ci": KrDeltaSeparated(n=20, d=10, deltas=(1e-4, 1e-3, 1e-2), circle_ns=(2, 4, 8, 16, 32, 64),
-                               sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3)), seeds=2),
-        "book": KrDeltaSeparated(n=40, d=16, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
-                                 circle_ns=(2, 4, 8, 16, 32, 64, 128, 256),
-                                 sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30)),
-                                 seeds=5),
-        "paper": KrDeltaSeparated(n=100, d=30, deltas=(1e-5, 3e-5, 1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
-                                  circle_ns=(2, 4, 8, 16, 32, 64, 128, 256, 512, 1024),
-                                  sphere_shapes=((10, 5), (20, 5), (40, 10), (50, 3), (100, 10), (200, 3), (100, 30),
-                                                 (400, 20), (1000, 3)),
-                                  seeds=10),
-    },
-    "cov_routes": {
-        # Σ(X), Σ̃(X): closed form / Hermite series vs 2-D Gauss–Hermite vs Monte Carlo
-        "ci": CovRoutes(n=12, d=6, activations=("softplus", "relu", "tanh", "quadratic"), samples=20_000, degree=96),
-        "book": CovRoutes(n=30, d=8, activations=("softplus", "relu", "tanh", "quadratic"), samples=200_000, degree=96),
-        "paper": CovRoutes(
-            n=60, d=10, activations=("softplus", "relu", "tanh", "quadratic"), samples=2_000_000, degree=128
-        ),
-    },
-    "hermite_table": {
-        "ci": HermiteTable(r_max=8),
-        "book": HermiteTable(r_max=12),
-        "paper": HermiteTable(r_max=20),
-    },
-    "lemma_6_4": {
-        # PSD margins of Eq. (6.4) and λ(X) ≥ μ²σ²_min(X∗X) on sphere data of each (n, d)
-        "ci": Lemma64(shapes=((20, 8), (40, 8)), activations=("softplus", "relu", "tanh", "quadratic"), degree=96),
-        "book": Lemma64(
-            shapes=((30, 8), (60, 8), (40, 20), (150, 20)),
-            activations=("softplus", "relu", "tanh", "quadratic"),
-            degree=96,
-        ),
-        "paper": Lemma64(
-            shapes=((30, 8), (60, 8), (40, 20), (150, 20), (300, 40), (800, 40)),
-            activations=("softplus", "relu", "tanh", "quadratic"),
-            degree=96,
-        ),
-    },
-    "hermite_bounds": {
-        # Lemmas H.1/H.2: μ_r²σ²_min(X^{∗(r+1)}) for r = orders, across n at fixed d
-        "ci": HermiteBounds(d=5, ns=(3, 5, 10, 15, 20, 30, 50, 70, 100), orders=(0, 1, 2, 3, 4, 5), degree=96),
-        "book": HermiteBounds(
-            d=5, ns=(3, 5, 8, 12, 15, 20, 30, 40, 55, 70, 90, 126, 160, 210), orders=(0, 1, 2, 3, 4, 5, 6, 7), degree=96
-        ),
-        "paper": HermiteBounds(
-            d=6,
-            ns=(3, 6, 10, 15, 21, 30, 45, 56, 80, 126, 180, 252, 350, 462),
-            orders=(0, 1, 2, 3, 4, 5, 6, 7),
-            degree=96,
-        ),
-    },
-    "schur": {
-        "ci": Schur(n=8, pairs=20),
-        "book": Schur(n=20, pairs=200),
-        "paper": Schur(n=50, pairs=1000),
-    },
     "phase_transition": {
         # Figure 2: P(GD fits n random labels) over (k, d); η = 0.15 softplus / 0.1 ReLU; one piece per column.
         # ci: every other column d (a failing run costs all 15 000 iterations: the ten columns took 41 s of

@@ -59,3 +59,6 @@ def test_sizes_declared_in_a_chapter():
         scales.pick("ci", ci=dict(act="tanh"), book=dict(act=1), paper=dict(act="relu"))
     with pytest.raises(ValueError, match="unknown scale"):
         scales.pick("tiny", ci={}, book={}, paper={})
+    shapes = scales.pick("ci", ci=dict(shapes=((6, 3), (10, 4))), book=dict(shapes=((6, 3),)),
+                         paper=dict(shapes=((6, 3),)))
+    assert shapes.shapes == ((6, 3), (10, 4)) and "shapes = (6, 3), (10, 4)" in repr(shapes)  # pairs stay pairs

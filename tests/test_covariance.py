@@ -198,3 +198,16 @@ def test_dual_kernel_endpoints_give_the_variance_of_the_activation():
     k1, k0 = cov.dual_kernel("softplus", np.array([1.0, 0.0]))
     assert k1 - k0 == pytest.approx(var, rel=1e-10)
     assert k1 - k0 <= 1.0  # Poincaré: Var φ(g) ≤ E φ'(g)² ≤ B² = 1
+
+
+def test_relu_eigenvalues_of_two_points_by_hand():
+    """Two unit vectors at distance δ (ρ = 1 − δ²/2): Σ(X) = [[1/2, s], [s, 1/2]] with s = ρ(π − arccos ρ)/(2π), so
+    λ(X) = 1/2 − s (Appendix I's near pair); two orthogonal points: Σ = I/2 and E[ℐℐᵀ] = [[1/2, 1/4], [1/4, 1/2]]."""
+    for delta in (1e-3, 0.1, 1.0):
+        rho = 1.0 - delta**2 / 2.0
+        x = np.array([[1.0, 0.0], [rho, math.sqrt(1.0 - rho**2)]])
+        expected = 0.5 - rho * (math.pi - math.acos(rho)) / (2 * math.pi)
+        assert cov.network_eigenvalue(x, "relu") == pytest.approx(expected, rel=1e-9)
+        assert kr.data_summary(x, orders=())["separation"] == pytest.approx(delta, rel=1e-6)
+    assert cov.network_eigenvalue(np.eye(2), "relu") == pytest.approx(0.5, abs=1e-15)
+    assert cov.feature_eigenvalue(np.eye(2), "step") == pytest.approx(0.25, abs=1e-15)

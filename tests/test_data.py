@@ -1,4 +1,4 @@
-"""The datasets (ntkbook.data): digit images and unit-scale inputs."""
+"""The datasets (ntkbook.data): digit images, unit-scale inputs and points on the sphere."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from ntkbook.data import digits
+from ntkbook.data import digits, sphere
 from ntkbook.data.sphere import unit_scale_input
 
 
@@ -25,3 +25,43 @@ def test_digit_image_standardized():
     assert abs(float(img.mean())) < 1e-6 and float(img.std()) == pytest.approx(1.0, rel=1e-5)
     with pytest.raises(ValueError, match="index"):
         digits.image(-1)
+
+
+def unit_rows(rng, n, d):
+    x = rng.standard_normal((n, d))
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_uniform_sphere_has_unit_rows_and_zero_mean():
+    x = np.asarray(sphere.uniform_sphere(jax.random.key(0), 4000, 3))
+    np.testing.assert_allclose(np.linalg.norm(x, axis=1), 1.0, rtol=1e-5)
+    assert np.abs(x.mean(axis=0)).max() < 4 / math.sqrt(3 * 4000)  # E x = 0, sd of a coordinate 1/√3
+    np.testing.assert_allclose(x.T @ x / 4000, np.eye(3) / 3, atol=0.03)  # E xxᵀ = I/d
+
+
+def test_near_duplicate_angle_and_antipodal():
+    with jax.enable_x64(True):
+        x = sphere.uniform_sphere(jax.random.key(1), 5, 4, dtype=jax.numpy.float64)
+        for eps in (1e-3, 0.5):
+            y = np.asarray(sphere.with_near_duplicate(x, eps, jax.random.key(2)))
+            assert np.linalg.norm(y[1]) == pytest.approx(1.0)
+            assert math.acos(np.clip(y[0] @ y[1], -1, 1)) == pytest.approx(math.atan(eps), rel=1e-6)
+            z = np.asarray(sphere.with_near_duplicate(x, eps, jax.random.key(2), antipodal=True))
+            np.testing.assert_allclose(z[1], -y[1])
+        np.testing.assert_array_equal(np.asarray(sphere.with_duplicate(x))[1], np.asarray(x)[0])
+
+
+def test_separation_matches_brute_force():
+    x = unit_rows(np.random.default_rng(6), 7, 3)
+    brute = min(min(np.linalg.norm(x[i] - x[j]), np.linalg.norm(x[i] + x[j]))
+                for i in range(7) for j in range(7) if i != j)
+    assert sphere.separation(x) == pytest.approx(brute, rel=1e-6)
+
+
+def test_sphere_validation():
+    with pytest.raises(ValueError, match="n must be"):
+        sphere.uniform_sphere(jax.random.key(0), 0, 3)
+    with pytest.raises(ValueError, match="zero row"):
+        sphere.normalize_rows(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="different rows"):
+        sphere.with_duplicate(np.ones((3, 2), np.float32), 1, 1)

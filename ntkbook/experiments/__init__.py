@@ -13,10 +13,6 @@ models*:
 
 * ``assembly`` and ``orthogonality`` — Chapter 7 (Sections 2 and 3, Appendices A, B, E).
 
-Oymak & Soltanolkotabi (2020), *Toward moderate overparameterization*:
-
-* ``khatri_rao`` — Chapter 8 (Khatri–Rao products, covariances, Appendix H).
-
 Modules are imported on demand (``from ntkbook.experiments import assembly``); importing this
 package imports none of the heavier ones.
 """
