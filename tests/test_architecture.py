@@ -31,12 +31,6 @@ LAX_LOOPS: dict[tuple[str, str], str] = {
     ("ntkbook.eigen", "power_iteration"): "warm-started power iteration inside a jitted training step, not a descent",
     ("ntkbook.ball", "projected_ascent"): "the book's one projected gradient *ascent* over a ball or sphere (a "
         "maximization: a lower estimate of a supremum), no training loss",
-    ("ntkbook.experiments.assembly", "_projected_ascent"):
-        "projected gradient *ascent* of a sub-model's Taylor remainder over a ball (a maximization, "
-        "Lemma 2 of Liu–Zhu–Belkin 2022), no training loss",
-    ("ntkbook.experiments.assembly", "_ascend_norm"):
-        "normalized gradient *ascent* of the Hessian norm over the ball of outer weights (β of a family), "
-        "no training loss",
     ("ntkbook.experiments.orthogonality", "_profile_body"):
         "evaluation of the neuron gradients' norms and σ_max at the grid points of a segment (a scan over the "
         "points, Lanczos warm-started along it; Theorem 4 and App. D of Liu–Zhu–Belkin 2022), no training loss",

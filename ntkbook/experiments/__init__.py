@@ -11,8 +11,8 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 Liu, Zhu & Belkin (2022), *Transition to linearity ... as an emerging property of assembling weak
 models*:
 
-* ``assembly`` and ``orthogonality`` — Chapter 7 (Sections 2 and 3, Appendices A, B, E).
+* ``orthogonality`` — Chapter 7b (Section 3, Appendices B, E; Section 2 and Appendix A are in Chapter 7).
 
-Modules are imported on demand (``from ntkbook.experiments import assembly``); importing this
+Modules are imported on demand (``from ntkbook.experiments import orthogonality``); importing this
 package imports none of the heavier ones.
 """
