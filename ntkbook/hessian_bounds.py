@@ -37,7 +37,7 @@ def _reach(f: Mapping[str, np.ndarray], l1: int, k: int) -> float:
 def block_bounds(factors: Mapping[str, np.ndarray], *, include_v: bool) -> np.ndarray:
     """Bounds β(l₁, l₂) ≥ ‖H⁽ˡ¹,ˡ²⁾‖ on every block of the Hessian of f at one input (proof of Thm 3.1, App. E).
 
-    By the chain rule (Eq. 59), for hidden layers 1 ≤ l₁ ≤ l₂ ≤ L, with A(l, k) as in :func:`_reach` and
+    By the chain rule (Eq. 59), for hidden layers 1 ≤ l₁ ≤ l₂ ≤ L, with A(l, k) = ‖J_w⁽ˡ⁾‖Π_{l<l'≤k}‖J_α⁽ˡ'⁾‖ and
     b_l = ‖b⁽ˡ⁾‖∞ = ‖∂f/∂α⁽ˡ⁾‖∞:
 
         β = 1{l₁=l₂}‖T_ww⁽ˡ¹⁾‖b_{l₁} + 1{l₁<l₂}A(l₁, l₂−1)‖T_αw⁽ˡ²⁾‖b_{l₂}
