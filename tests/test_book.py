@@ -252,7 +252,6 @@ def claims(site):
 
 
 TABLES_NOT_YET_IN_VIEW = frozenset({
-    "book/03-transition-to-linearity",
     "book/03b-transition-to-linearity-in-the-ball", "book/05-what-breaks-linearity",
     "book/05b-optimization-without-linearity", "book/06-reproducing-the-experiments",
     "book/07b-deep-networks-as-assemblies",

@@ -78,3 +78,38 @@ def test_compressed_output_at_zero_is_the_network_output(x64):
     fr = hc.frames(model, params, x)
     y0 = hc.compressed_zero(model, params)
     assert float(hc.compressed_output(y0, model, params, x, fr)) == pytest.approx(float(model.apply(params, x[None])[0]))
+
+
+def _autodiff_backward_vectors(model, params, x):
+    """b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ by autodiff: f with a shift s_l added to every post-activation, differentiated at s = 0."""
+    def output(shifts):
+        a = x
+        for layer, act, s in zip(params["layers"], model.activations, shifts, strict=True):
+            a = act(layer["W"] @ a / np.sqrt(a.size)) + s
+        return params["v"][:, 0] @ a / np.sqrt(a.size)
+
+    return [np.asarray(b) for b in jax.grad(output)([jnp.zeros(m) for m in model.widths])]
+
+
+@pytest.mark.parametrize("activation", ["softplus", "tanh"])
+def test_base_pass_backward_vectors_are_the_derivatives_in_the_hidden_layers(x64, activation):
+    """The backward recursion of Eq. 79 (b⁽ˡ⁻¹⁾ = W⁽ˡ⁾ᵀ(σ' ⊙ b⁽ˡ⁾)/√m, base_pass) against autodiff and finite
+    differences of f in α⁽ˡ⁾."""
+    model, params, x = small_network("mlp", seed=3, width=(5, 7, 4), d=3, activation=activation)
+    bp = hc.base_pass(model, params, x)
+    recursion = bp.b
+    auto = _autodiff_backward_vectors(model, params, x)
+    assert [b.shape for b in recursion] == [(5,), (7,), (4,)]
+    for a, r in zip(auto, recursion, strict=True):
+        np.testing.assert_allclose(r, a, rtol=1e-12, atol=1e-15)
+    alphas = [*bp.inputs[1:], bp.last]
+
+    def tail(layer, a):  # f as a function of α⁽ˡ⁾, NumPy
+        for lay, act in zip(params["layers"][layer:], model.activations[layer:], strict=True):
+            a = np.asarray(act(jnp.asarray(np.asarray(lay["W"]) @ a / np.sqrt(a.size))))
+        return float(np.asarray(params["v"])[:, 0] @ a) / np.sqrt(a.size)
+
+    h = 1e-6
+    for layer, (alpha, b) in enumerate(zip(alphas, recursion, strict=True), start=1):
+        fd = [(tail(layer, alpha + h * e) - tail(layer, alpha - h * e)) / (2 * h) for e in np.eye(alpha.size)]
+        np.testing.assert_allclose(b, fd, rtol=0, atol=1e-8)
