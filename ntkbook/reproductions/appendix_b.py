@@ -314,7 +314,9 @@ def train_runs(model: MLP, seeds: Sequence[int], salt: int, data: LabelledData, 
         raise ValueError(f"training must be one of {sorted(KERNELS)}, got {training!r}")
     params, x, y = init_params(model, seeds, salt), data.x, data.y
     max_steps, n, unit = step_cap(settings, training), x.shape[0], PAPER_LOSS_SCALE[training]
-    kernels0, f0 = logit_kernels(model, params, x), logits(model, params, x)
+    kernels0 = logit_kernels(model, params, x)
+    with_terms = training == "swish" or model.depth == 1  # the terms A, B of an output map: Figure 1
+    f0 = logits(model, params, x) if with_terms else None
     lam = np.asarray(lambda_max(kernels0))
     if training == "cross_entropy":
         lr = settings.lr_factor * n / (0.5 * lam)
@@ -343,10 +345,10 @@ def train_runs(model: MLP, seeds: Sequence[int], salt: int, data: LabelledData, 
     final_loss = unit * np.asarray(out["loss"], np.float64)
     after = rec[None, :] > steps[:, None]  # measurements after a run stopped are NaN: hold the final value
     ft = logits(model, out["params"], x).astype(np.float64)
-    split = {}
-    if training == "swish" or model.depth == 1:
+    terms = {}
+    if with_terms:
         kt = logit_kernels(model, out["params"], x)
-        split = {name: output_change_split(name, kernels0, kt, f0, ft) for name in track if name != "linear"}
+        terms = {name: output_change_split(name, kernels0, kt, f0, ft) for name in track if name != "linear"}
     nan = np.full(runs, np.nan)
     per_run = {"seed": list(seeds), "steps": steps, "final_loss": final_loss,
                "cap_hit": (steps >= max_steps) & ~(final_loss < settings.loss_tol),
@@ -359,7 +361,7 @@ def train_runs(model: MLP, seeds: Sequence[int], salt: int, data: LabelledData, 
     frames = []
     for name in track:
         final = np.asarray(out["final"][name], np.float64)
-        a, b = split.get(name, (nan, nan))
+        a, b = terms.get(name, (nan, nan))
         curve = np.where(after, final[:, None], np.asarray(out["change"][name], np.float64))
         frames.append(pd.DataFrame({"seed": per_run["seed"], "output": name,
                                     "delta_k": np.asarray(out["sup"][name], np.float64), "final_change": final,
