@@ -81,6 +81,10 @@ class Reproduction:
 
 REGISTRY: dict[str, Reproduction] = {}
 
+ARCHIVE = Path(__file__).resolve().parents[1] / "results" / "paper"
+"""The paper-scale results archived with the repository (``reproduce NAME --scale paper --out results/paper``):
+the chapters' claims judge them too (:func:`archived`)."""
+
 
 def register(reproduction: Reproduction) -> Reproduction:
     """Add a reproduction to the registry (at import of its module)."""
@@ -119,6 +123,16 @@ def save_figure(fig: Any, path: Path, title: str) -> None:
     fig.suptitle(title, y=1.02)
     fig.savefig(path, bbox_inches="tight")
     plt.close(fig)
+
+
+def archived(name: str, directory: str | os.PathLike = ARCHIVE) -> Any:
+    """The table of sweep reproduction ``name`` at scale ``paper`` from the pieces cached under ``directory/.cache``,
+    computing none: pieces the archive lacks are left out (``table.attrs["pieces"]`` counts those read)."""
+    reproduction = get(name)
+    if reproduction.sweep is None:
+        raise ValueError(f"reproduction {name!r} has no sweep: its archive is read from its JSON")
+    return sweeps.run(reproduction.sweep, scales.get(reproduction.experiment, "paper"),
+                      cache=Path(directory) / ".cache", only_cached=True, show_progress=False)
 
 
 def machine() -> dict[str, Any]:

@@ -829,7 +829,7 @@ TABLE: dict[str, dict[str, ExperimentSettings]] = {
         # max_steps: the cap of the cross-entropy runs (they stop at loss < loss_tol = 1e-4, the
         # paper's rule, after about 1.3·10⁴ steps); swish_max_steps: the cap of the swish runs, which
         # need far more (0.6–1.8·10⁵ steps with the measured-curvature step, c = swish_lr_factor;
-        # see linearity_experiments.step_cap); both caps are guards: a run stops at the rule or is stuck.
+        # see reproductions.appendix_b.step_cap); both caps are guards: a run stops at the rule or is stuck.
         # check_steps: the cap of the swish reruns with c/2 in the step-size check (the path's first
         # check_steps/2 steps with c are compared).  book stops at m = 1000: a swish run at m = 10⁴
         # costs 2.6 ms of CPU per step and needs 0.7 to more than 3·10⁵ steps (seed 1 had loss

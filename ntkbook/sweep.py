@@ -233,6 +233,7 @@ def run(
     vmap_seeds: bool = False,
     same_key_across: Sequence[str] = (),
     name: str | None = None,
+    only_cached: bool = False,
     **axes: Iterable[Any],
 ) -> pd.DataFrame:
     """Compute (or load) every piece of an experiment and return one tidy table.
@@ -259,6 +260,7 @@ def run(
             coordinates get the same key, so they treat the same random draws — a paired comparison, e.g. one
             network read in two coordinate systems, or trained with two step sizes.
         name: the experiment's name in keys and the cache (default: the function's ``__name__``).
+        only_cached: read the pieces the cache holds and leave out the others, computing nothing (an archive).
         **axes: coordinate name → values (function form only); the grid is their product, last axis fastest.
 
     Returns:
@@ -313,12 +315,17 @@ def run(
         i, n = _check_shard(shard)
         selected = range(i, len(units), n)
     store = None if directory is None else PieceCache(directory)
-    frames, cached, compute_seconds = [], 0, 0.0
+    if only_cached and store is None:
+        raise ValueError("only_cached reads a cache: give cache=DIR")
+    frames, cached, compute_seconds, left_out = [], 0, 0.0, 0
     iterator = (units[j] for j in selected)
     if show_progress:
         iterator = progress(iterator, desc=label, total=len(selected))
     for unit in iterator:
         loaded = [store.load(c) if (store is not None and resume) else None for c in unit]
+        if any(columns is None for columns in loaded) and only_cached:
+            left_out += len(unit)
+            continue
         if any(columns is None for columns in loaded):
             t0 = time.perf_counter()
             results = compute(unit[0]) if groups is None else compute(unit)
@@ -347,7 +354,7 @@ def run(
                 frame.insert(0, k, [coords[k]] * len(frame))
             frames.append(frame)
     table = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=names)
-    table.attrs.update(sweep=label, pieces=sum(len(units[j]) for j in selected), cached_pieces=cached,
+    table.attrs.update(sweep=label, pieces=sum(len(units[j]) for j in selected) - left_out, cached_pieces=cached,
                        seconds=time.perf_counter() - start, compute_seconds=compute_seconds)
     return table
 

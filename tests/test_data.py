@@ -1,4 +1,5 @@
-"""The datasets (ntkbook.data): digit images, unit-scale inputs and points on the sphere."""
+"""The datasets (ntkbook.data): digit images, unit-scale inputs, points on the sphere and the three Gaussian
+classes of Eq. (42)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import numpy as np
 import pytest
 
 from ntkbook.data import digits, gaussian, sphere
+from ntkbook.data.gaussian_classes import PAPER_MEANS, gaussian_classes
 from ntkbook.data.sphere import unit_scale_input
 
 
@@ -95,3 +97,36 @@ def test_gaussian_inputs_norm_and_labels():
     assert set(np.unique(np.asarray(y))) <= {-1.0, 1.0}
     with pytest.raises(ValueError, match="n must be"):
         gaussian.gaussian_inputs(jax.random.key(0), 0, 3)
+
+
+def test_gaussian_classes_shapes_and_seeding():
+    d = gaussian_classes(jax.random.key(3), 60)
+    assert d.x.shape == (60, 1) and d.labels.shape == (60,) and d.y.shape == (60, 3)
+    np.testing.assert_array_equal(np.argmax(d.y, axis=1), d.labels)
+    np.testing.assert_array_equal(d.y.sum(axis=1), np.ones(60))
+    again = gaussian_classes(jax.random.key(3), 60)
+    np.testing.assert_array_equal(again.x, d.x)
+    other = gaussian_classes(jax.random.key(4), 60)
+    assert not np.array_equal(other.x, d.x)
+
+
+def test_gaussian_classes_distribution():
+    """Equiprobable labels and x | y ~ N(means[y], 1), checked within 5 standard errors."""
+    n = 60_000
+    d = gaussian_classes(jax.random.key(0), n)
+    labels, x = np.asarray(d.labels), np.asarray(d.x[:, 0], np.float64)
+    freq = np.bincount(labels, minlength=3) / n
+    assert np.all(np.abs(freq - 1 / 3) < 5 * math.sqrt((1 / 3) * (2 / 3) / n))
+    for c, mean in enumerate(PAPER_MEANS):
+        xc = x[labels == c]
+        assert abs(xc.mean() - mean) < 5 / math.sqrt(xc.size)
+        assert abs(xc.std() - 1.0) < 5 * math.sqrt(0.5 / xc.size)
+
+
+def test_gaussian_classes_validates():
+    with pytest.raises(ValueError, match="n must be"):
+        gaussian_classes(jax.random.key(0), 0)
+    with pytest.raises(ValueError, match="means"):
+        gaussian_classes(jax.random.key(0), 10, means=(1.0,))
+    with pytest.raises(ValueError, match="std"):
+        gaussian_classes(jax.random.key(0), 10, std=-1.0)

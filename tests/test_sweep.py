@@ -87,6 +87,18 @@ def test_cache_resume_and_identical_numbers(tmp_path):
     assert len(calls) == 8
 
 
+def test_only_cached_reads_an_archive_and_computes_nothing(tmp_path):
+    calls: list = []
+    sweep.run(_make(calls), SETTINGS, cache=tmp_path, shard=(0, 2), show_progress=False)
+    assert len(calls) == 2
+    part = sweep.run(_make(calls), SETTINGS, cache=tmp_path, only_cached=True, show_progress=False)
+    assert len(calls) == 2 and part.attrs["pieces"] == part.attrs["cached_pieces"] == 2
+    whole = sweep.run(_make(), SETTINGS, show_progress=False)
+    pd.testing.assert_frame_equal(part, whole[whole.seed == 0].reset_index(drop=True))
+    with pytest.raises(ValueError, match="cache"):
+        sweep.run(_make(), SETTINGS, only_cached=True)
+
+
 def test_changed_settings_or_version_never_reuse_a_piece(tmp_path):
     calls: list = []
     sweep.run(_make(calls), SETTINGS, cache=tmp_path, show_progress=False)
