@@ -37,9 +37,6 @@ LAX_LOOPS: dict[tuple[str, str], str] = {
     ("ntkbook.experiments.assembly", "_ascend_norm"):
         "normalized gradient *ascent* of the Hessian norm over the ball of outer weights (β of a family), "
         "no training loss",
-    ("ntkbook.experiments.orthogonality", "_profile_body"):
-        "evaluation of the neuron gradients' norms and σ_max at the grid points of a segment (a scan over the "
-        "points, Lanczos warm-started along it; Theorem 4 and App. D of Liu–Zhu–Belkin 2022), no training loss",
 }
 """(module, top-level function) → why this ``lax`` loop is not a second training loop."""
 
@@ -260,7 +257,7 @@ def test_no_private_names_across_modules():
     ("from . import lazy_training as lt\n", ["ntkbook.experiments.lazy_training"]),
     ("from ntkbook.experiments import assembly\n", ["ntkbook.experiments.assembly"]),
     ("import ntkbook.experiments.moderate\n", ["ntkbook.experiments.moderate"]),
-    ("def f():\n    from .orthogonality import x\n", ["ntkbook.experiments.orthogonality"]),
+    ("def f():\n    from .sibling import x\n", ["ntkbook.experiments.sibling"]),
     ("from ..layer_norms import layer_factors\nfrom .. import tables\n", []),
     ("from .chapter import helper\n", []),  # the module itself
 ])

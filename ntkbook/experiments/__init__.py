@@ -14,7 +14,7 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 Liu, Zhu & Belkin (2022), *Transition to linearity ... as an emerging property of assembling weak
 models*:
 
-* ``assembly`` and ``orthogonality`` — Chapter 7 (Sections 2 and 3, Appendices A, B, E).
+* ``assembly`` — Chapter 7 (Section 2, Appendix A).
 
 Oymak & Soltanolkotabi (2020), *Toward moderate overparameterization*:
 

@@ -46,6 +46,7 @@ from ..data import digits
 from ..kernels import empirical_ntk
 from ..models import MLP, mlp, shared_model
 from ..models.densenet import DenseNet, densenet
+from ..pytree import tree_norm, tree_sub
 from ..quadrature import gaussian_expectation
 from ..random import fold_key
 from ..reproduce import Reproduction, register
@@ -221,12 +222,6 @@ def _layer_mean_abs_cos(grams):
     return [jnp.mean(mean_abs_cos(g)) for g in grams]
 
 
-@jax.jit
-def _distance(a, b):
-    return jnp.sqrt(sum(jnp.sum((u - v) ** 2) for u, v in zip(jax.tree_util.tree_leaves(a),
-                                                              jax.tree_util.tree_leaves(b), strict=True)))
-
-
 def piece(key: Array, kind: str, width: int, x: Any, y: Any, *, neurons: int, steps: int, lr_factor: float = 1.0,
           depth: int = 3, outer: int | None = None) -> dict[str, Any]:
     """One network of Figure 3: mean |cos θᵢⱼ| (Eq. 22) per hidden layer over the pairs of the first ``neurons``
@@ -244,7 +239,7 @@ def piece(key: Array, kind: str, width: int, x: Any, y: Any, *, neurons: int, st
     gt = neuron_gradient_grams(model, run.params, x, neurons)
     return {"layer": list(range(1, len(g0) + 1)), "cos0": [float(v) for v in _layer_mean_abs_cos(g0)],
             "cos": [float(v) for v in _layer_mean_abs_cos(gt)], "loss0": float(run.losses[0]),
-            "loss": float(run.loss), "lr": lr, "displacement": float(_distance(params, run.params))}
+            "loss": float(run.loss), "lr": lr, "displacement": float(tree_norm(tree_sub(run.params, params)))}
 
 
 def _pieces(s: Orthogonality) -> list[dict[str, Any]]:
