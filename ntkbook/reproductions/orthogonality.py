@@ -203,7 +203,7 @@ def network(key: Array, kind: str, width: int, input_dim: int, *, depth: int = 3
     """The networks of Figure 3 and Appendix E (tanh, NTK parameterization, N(0, 1) weights, float32):
     ``"fc"`` — ``depth`` hidden layers of width m; ``"bottleneck"`` — (m₁, m_b, m₃) = (``outer``, width,
     ``outer``); ``"densenet"`` — ``depth`` layers of m new neurons each (Eq. 37).  One model object per
-    architecture (:func:`ntkbook.models.shared_model`: one compiled training loop)."""
+    architecture (``ntkbook.models.shared_model``: one compiled training loop)."""
     V.choice("kind", kind, KINDS)
     width = V.positive_int("width", width)
     if kind == "bottleneck":
