@@ -373,7 +373,7 @@ def test_a_malformed_erratum_field_is_a_problem(tmp_path):
 #: ``erratum`` field, so that the Errata page lists it.
 DOCUMENTED_ERRATA = {
     "liu2020": ["Eq. 16", "Eq. 21", "Thm. 4.1", "Eq. 48", "Lemma F.3", "Lemma F.4", "Eq. 85"],
-    "liu2022": ["Eq. 15", "Thm. 4", "Eq. 22"],
+    "liu2022": ["Eq. 15", "Thm. 4", "Eq. 22", "Eq. 26", "Eq. 27"],
     "oymak2020": ["Cor. 2.4", "Thm. 3.2", "Thm. 6.2", "Eq. (6.18)", "Lemma C.2", "Lemma G.4", "Lemma H.1", "Thm. I.1"],
 }
 

@@ -12,6 +12,7 @@ from ntkbook.data.circle import circle_data
 from ntkbook.kernels import empirical_ntk
 from ntkbook.models.conv import conv, conv_net
 from ntkbook.models.dense import MLP, ShallowNetwork, mlp, shallow_network
+from ntkbook.models.densenet import densenet
 from ntkbook.models.resnet import resnet
 
 
@@ -326,3 +327,23 @@ def test_oymak_network_its_jacobian_and_kernel(x64, activation):
         np.testing.assert_allclose(jac @ e.ravel(), fd, atol=1e-7)
     gram = ((prime * v**2) @ prime.T) * (x @ x.T)
     np.testing.assert_allclose(empirical_ntk(model.apply, params, x), gram, atol=1e-12)
+
+
+def test_densenet_forward_matches_numpy(x64):
+    """Eq. 37 of Liu–Zhu–Belkin 2022: every layer reads [α⁽ˡ⁻¹⁾, …, α⁽¹⁾, x] with 1/√fan-in."""
+    model, params = densenet(jax.random.key(0), (4, 3, 5), input_dim=6, dtype=jnp.float64)
+    x = np.random.default_rng(0).normal(size=(7, 6))
+    c = x.copy()
+    for layer in params["layers"]:
+        w = np.asarray(layer["W"])
+        a = np.tanh(c @ w.T / math.sqrt(w.shape[1]))
+        c = np.concatenate([a, c], axis=1)  # [α⁽ˡ⁾, α⁽ˡ⁻¹⁾, …, α⁽¹⁾, x]
+    f = c @ np.asarray(params["v"]) / math.sqrt(c.shape[1])
+    np.testing.assert_allclose(np.asarray(model.apply(params, x)), f, rtol=1e-12)
+    assert [model.fan_in(i) for i in (1, 2, 3, 4)] == [6, 10, 13, 18]
+    assert model.column_slice(3, 2) == slice(0, 3) and model.column_slice(3, 1) == slice(3, 7)
+    assert model.column_slice(3, 0) == slice(7, 13)
+    with pytest.raises(ValueError, match="source"):
+        model.column_slice(2, 2)
+    with pytest.raises(ValueError, match="widths"):
+        densenet(jax.random.key(0), (4, 0), input_dim=3)

@@ -104,14 +104,28 @@ def test_shards_then_merge(toy, tmp_path):
 _BOOKKEEPING = ("seconds", "compute_seconds", "cached_pieces")
 
 
-def test_legacy_shards_then_merge_equal_one_run(tmp_path):
+def test_legacy_shards_then_merge_equal_one_run(tmp_path, monkeypatch):
     """A legacy reproduction (pieces/compute/assemble) at ci scale: shards 0/2 and 1/2 fill the piece cache,
-    a call without a shard merges them, and every number of the JSON equals that of one unsharded run.
-    ``orthogonality`` is the cheapest at ci once compiled (its pieces then take milliseconds), so the three
-    calls after the first cost little in one process."""
-    name = "orthogonality"
-    assert reproduce.get(name).sweep is None  # the legacy path is what is tested
+    a call without a shard merges them, and every number of the JSON equals that of one unsharded run.  A toy
+    (squares of its pieces), so that the test does not depend on which reproductions are still legacy."""
+    name = "toy-legacy"
+    monkeypatch.setitem(scales.TABLE, "toy", {s: Toy(n=5, offset=0.5) for s in scales.SCALES})
+
+    def plot(result, path):
+        import matplotlib.pyplot as plt
+
+        fig, ax = plt.subplots()
+        ax.plot(result["squares"])
+        fig.savefig(path)
+        plt.close(fig)
+
+    monkeypatch.setitem(reproduce.REGISTRY, name, reproduce.Reproduction(
+        name=name, experiment="toy", description="squares, legacy form",
+        pieces=lambda s: [{"i": i} for i in range(s.n)],
+        compute=lambda piece, s: {"square": (piece["i"] + s.offset) ** 2},
+        assemble=lambda s, pieces, results: {"squares": [r["square"] for r in results]}, plot=plot))
     whole = reproduce.run(name, "ci", tmp_path / "whole", plot=False)
+    assert whole["squares"] == [0.25, 2.25, 6.25, 12.25, 20.25]
     sharded = tmp_path / "sharded"
     parts = [reproduce.run(name, "ci", sharded, shard=(i, 2)) for i in range(2)]
     assert [p["pieces"] for p in parts] == [(whole["pieces"] + 1) // 2, whole["pieces"] // 2]

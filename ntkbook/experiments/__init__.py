@@ -6,11 +6,6 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 * ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
   Table 1; Section 5, Theorem 5.1).
 
-Liu, Zhu & Belkin (2022), *Transition to linearity ... as an emerging property of assembling weak
-models*:
-
-* ``orthogonality`` — Chapter 7b (Section 3, Appendices B, E; Section 2 and Appendix A are in Chapter 7).
-
-Modules are imported on demand (``from ntkbook.experiments import orthogonality``); importing this
+Modules are imported on demand (``from ntkbook.experiments import breaking_linearity``); importing this
 package imports none of the heavier ones.
 """
