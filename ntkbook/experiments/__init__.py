@@ -7,8 +7,6 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
   Section 3.1);
 * ``deep_hessian`` and ``deep_hessian_ball`` — Chapter 3 (Section 3: Prop. 3.1,
   Theorems 3.1–3.3, Lemma 3.1, Section 3.3.3);
-* ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
-  Table 1; Section 5, Theorem 5.1);
 * ``linearity_experiments`` — Chapter 6 (Section 6 and Appendix B: Figures 1 and 2).
 
 Liu, Zhu & Belkin (2022), *Transition to linearity ... as an emerging property of assembling weak
