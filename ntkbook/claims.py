@@ -416,7 +416,7 @@ def bound(claim: str, measured: Any, bound: Any, *, ref: str | None = None, labe
             result it illustrates), why — the check is then recorded as an :func:`illustration` (shown,
             raises on failure, never counted as evidence).
         would_fail: what a false statement would have produced (default: "<measured> above <bound> on
-            some sample"); see :func:`would_fail_text`.
+            some sample"); see ``would_fail_text``.
 
     Records ``samples``, ``worst_ratio`` (max measured/bound), ``median_ratio`` and ``rtol``.
     """
