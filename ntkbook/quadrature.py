@@ -34,7 +34,7 @@ even degree happen to be exact for E[1{g ≥ 0}] = ½ — do not read that as ac
 :func:`gaussian_expectation` (the infinite-width limits of chapters 2, 7 and 7b:
 ``reproductions.one_hidden_layer``, chapter 7's median limit,
 ``reproductions.orthogonality.clt_prediction``), 301 for the
-Eq. (30) limit in ``breaking_linearity.eq30_limit``, 200 for Hermite coefficients
+Eq. (30) limit in chapter 5 (the experiment ``eq30``), 200 for Hermite coefficients
 (:func:`ntkbook.activations.hermite_coefficients`), 64 by default for the 2-D rule
 (:func:`ntkbook.covariance.dual_kernel` with ``method="quadrature"``; the chapter-8 settings pass
 96 or 128).

@@ -68,6 +68,34 @@ def test_nonlinear_output_wrapper():
         models.nonlinear_output(lambda p, x: x, "tanh")
 
 
+def test_phi_closed_forms(x64):
+    """The output map φ(z) = z + ½ log cosh z of chapters 5 and 5b and its registry derivatives."""
+    from ntkbook.models.output_maps import PHI, PHI_FLOOR, phi_derivatives
+
+    z = jnp.linspace(-30, 30, 601, dtype=jnp.float64)
+    np.testing.assert_allclose(PHI(z), z + 0.5 * np.log(np.cosh(np.asarray(z))), rtol=1e-12, atol=1e-12)
+    d1, d2 = phi_derivatives(PHI, z)
+    np.testing.assert_allclose(d1, 1 + 0.5 * np.tanh(np.asarray(z)), rtol=1e-12)
+    # (far in the tails autodiff computes 1 − tanh² by cancellation: absolute accuracy only)
+    np.testing.assert_allclose(d2, 0.5 / np.cosh(np.asarray(z)) ** 2, rtol=1e-10, atol=1e-15)
+    assert float(d1.min()) >= PHI_FLOOR and float(d1.max()) <= PHI.lipschitz
+    assert float(d2.max()) <= PHI.smoothness
+
+
+def test_mlp_with_a_width_one_layer_is_eq31(x64):
+    """mlp((m, 1, m), activations ½z², identity, ½z²) is the bottleneck network of Eq. 31 of Liu–Zhu–Belkin 2020:
+    f = (1/√m) Σⱼ w⁽⁴⁾ⱼ σ(w⁽³⁾ⱼ (1/√m) Σᵢ w⁽²⁾ᵢ σ(w⁽¹⁾ᵢ x)) — the width-one layer has fan-in 1, so no factor."""
+    m = 7
+    model, params = mlp(jax.random.key(8), (m, 1, m), input_dim=1, dtype=jnp.float64,
+                        activation=("quadratic", "identity", "quadratic"))
+    w1, w2, w3 = (np.asarray(layer["W"]).ravel() for layer in params["layers"])
+    w4 = np.asarray(params["v"]).ravel()
+    x = 1.3
+    inner = np.sum(w2 * 0.5 * (w1 * x) ** 2) / math.sqrt(m)
+    expected = np.sum(w4 * 0.5 * (w3 * inner) ** 2) / math.sqrt(m)
+    np.testing.assert_allclose(model.apply(params, jnp.asarray([x]))[0], expected, rtol=1e-12)
+
+
 def test_models_are_pytrees_through_jit():
     model, params = models.mlp(jax.random.key(7), (4,), input_dim=2, train_output=False)
     x = jnp.ones((3, 2))

@@ -2,10 +2,8 @@
 
 Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 
-* ``deep_hessian_ball`` — Chapter 3b (Section 3: Theorems 3.2–3.3, Section 3.3.3);
-* ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
-  Table 1; Section 5, Theorem 5.1).
+* ``deep_hessian_ball`` — Chapter 3b (Section 3: Theorems 3.2–3.3, Section 3.3.3).
 
-Modules are imported on demand (``from ntkbook.experiments import breaking_linearity``); importing this
+Modules are imported on demand (``from ntkbook.experiments import deep_hessian_ball``); importing this
 package imports none of the heavier ones.
 """
