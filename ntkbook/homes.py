@@ -53,7 +53,8 @@ HOMES: tuple[Home, ...] = (
     Home("Taylor remainder f − f_lin", "ntkbook.linearization.remainder",
          "integral forms: linearization.remainder_integral, linearization.gradient_change (Eq. 56)"),
     Home("largest ‖H‖ in a ball ‖W − W₀‖ ≤ R (local ascent, a lower bound)", "ntkbook.hessian.ascend_hessian_norm",
-         "projected gradient ascent of the extreme eigenvalue (Hellmann–Feynman); Theorem 3.2"),
+         "ball.projected_ascent of ‖H‖ with hessian_norm_value_and_grad (extreme eigenpair by ARPACK, its gradient by "
+         "Hellmann–Feynman); Theorem 3.2"),
     Home("Hessian of the one-hidden-layer network of Eq. (8) in closed form",
          "ntkbook.hessian.shallow_hessian_eigenvalues",
          "Eq. 9 of Liu–Zhu–Belkin 2020 (d-dimensional inputs: rank-one blocks)"),

@@ -5,8 +5,7 @@ Liu, Zhu & Belkin (2020), *On the linearity of large non-linear models*:
 * ``tangent_kernel`` — Chapter 1 (Section 2: the tangent kernel, Prop. 2.3);
 * ``norm_221`` and ``one_hidden_layer`` — Chapter 2 (Definition 2.2, Proposition 2.1,
   Section 3.1);
-* ``deep_hessian`` and ``deep_hessian_ball`` — Chapter 3 (Section 3: Prop. 3.1,
-  Theorems 3.1–3.3, Lemma 3.1, Section 3.3.3);
+* ``deep_hessian`` — Chapter 3 (Section 3: Prop. 3.1, Theorem 3.1, Lemma 3.1);
 * ``breaking_linearity`` and ``optimization_without_linearity`` — Chapter 5 (Section 4,
   Table 1; Section 5, Theorem 5.1);
 * ``linearity_experiments`` — Chapter 6 (Section 6 and Appendix B: Figures 1 and 2).
