@@ -471,11 +471,12 @@ def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, s
     step_size, decay = V.positive_float("step_size", step_size), V.positive_float("decay", decay)
     tol = V.positive_float("tol", tol)
     start = params0 if start is None else start
-    return _ascend(model, params0, start, x, radius, step_size * radius, steps=steps, tol=tol, decay=decay)
+    return _projected(model, params0, start, x, radius, step_size * radius, steps=steps, tol=tol, decay=decay)
 
 
 @partial(jax.jit, static_argnames=("steps", "tol", "decay"))
-def _ascend(model, center, start, x, radius, step, *, steps, tol, decay):
+def _projected(model, center, start, x, radius, step, *, steps, tol, decay):
+    """:func:`ascend_hessian_norm`'s call of :func:`ntkbook.ball.projected_ascent`, compiled once per shape."""
     return projected_ascent(None, start, center, radius, steps=steps, step_size=step, normalize=True, decay=decay,
                             value_and_grad=_norm_value_and_grad(model, x, tol))
 
