@@ -19,9 +19,10 @@ which cost a small constant times one gradient.
   (2,2,1)-norms the paper bounds, Eq. 5 and 13);
 * :func:`shallow_hessian_eigenvalues` — the Hessian of the one-hidden-layer network of Eq. (8) in closed
   form (Eq. 9), the reference for the matrix-free norm;
-* :func:`ascend_hessian_norm` — the largest ‖H(W)‖ over a ball ‖W − W₀‖ ≤ R found by projected
-  gradient ascent of the extreme eigenvalue (:func:`eigenvalue_gradient`, Hellmann–Feynman) — the
-  quantity of Theorem 3.2.
+* :func:`hessian_norm_value_and_grad` — ‖H(W)‖ and its gradient (the extreme eigenvalue by ARPACK, its gradient
+  by Hellmann–Feynman, :func:`eigenvalue_gradient`), usable inside ``jit``; :func:`ascend_hessian_norm` — the
+  largest ‖H(W)‖ over a ball ‖W − W₀‖ ≤ R that the book's projected ascent
+  (:func:`ntkbook.ball.projected_ascent`) finds with them — the quantity of Theorem 3.2.
 """
 
 from __future__ import annotations
@@ -38,12 +39,12 @@ import numpy as np
 
 from . import _validation as V
 from . import hessian_compressed as hc
-from .ball import project
+from .ball import Ascent, projected_ascent
 from .eigen import EigenResult, SymmetricOperator, extreme_eigenpairs
 from .models.conv import ConvNet
 from .models.dense import MLP
 from .models.resnet import ResNet
-from .pytree import FlatSpec, flat_spec, tree_axpy, tree_norm, tree_scale, tree_sub
+from .pytree import FlatSpec, flat_spec, tree_norm, tree_scale
 
 Array = jax.Array
 PyTree = Any
@@ -373,11 +374,13 @@ def _unit_tree(t: PyTree) -> PyTree:
 
 
 # ---------------------------------------------------------------------------------------------
-# The largest ‖H‖ in a ball: projected gradient ascent of the extreme eigenvalue
+# The largest ‖H‖ in a ball: the book's projected ascent of the extreme eigenvalue
 # ---------------------------------------------------------------------------------------------
 
 
-def _check_ascent_model(model: Any) -> None:
+def _check_scalar_output_model(model: Any) -> None:
+    """``model`` has a scalar output whose Hessian at one input the ascent can take: an NTK-parameterized MLP or
+    ResNet with one output (:func:`ntkbook.hessian_compressed.check_dense_model`) or a ConvNet with one output."""
     if isinstance(model, (MLP, ResNet)):
         hc.check_dense_model(model)
         return
@@ -402,82 +405,80 @@ def eigenvalue_gradient(model: Any, params: PyTree, x: Any, direction: PyTree) -
 
     For a simple eigenvalue λ(W) with unit eigenvector u, ∇_W λ = ∇_W (uᵀH(W)u) (Hellmann–Feynman).
     """
-    _check_ascent_model(model)
+    _check_scalar_output_model(model)
     x = hc.single_input(model, x)
     value, grad, _ = _second_directional_grad(model, params, x, direction)
     return float(value), grad
 
 
-@jax.jit
-def _distance(a, b):
-    return tree_norm(tree_sub(a, b))
+def _host_eigenpair(tol: float, model: Any, params: PyTree, x: Any) -> tuple[np.ndarray, PyTree]:
+    """(λ, u): the extreme eigenpair of H(params) at x by ARPACK to the relative ``tol``, on the host."""
+    res = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack", tol=tol)
+    dtype = jax.tree_util.tree_leaves(params)[0].dtype
+    vec = jax.tree_util.tree_map(lambda u, p: np.asarray(u, p.dtype), res.eigenvector, params)
+    return np.asarray(res.eigenvalue, dtype), vec
 
 
-@jax.jit
-def _step_and_project(params, direction, center, step, radius):
-    """Proj_{B(center, radius)}(params + step · direction) in one compiled call."""
-    return project(tree_axpy(step, direction, params), center, radius)
+def _norm_value_and_grad(model: Any, x: Array, tol: float) -> Callable[[PyTree], tuple[Array, PyTree]]:
+    """The function of :func:`hessian_norm_value_and_grad`, unchecked (``model`` and ``x`` may be traced)."""
+
+    def value_and_grad(params: PyTree) -> tuple[Array, PyTree]:
+        like = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
+        dtype = jax.tree_util.tree_leaves(params)[0].dtype
+        lam, u = jax.pure_callback(partial(_host_eigenpair, tol), (jax.ShapeDtypeStruct((), dtype), like),
+                                   model, params, x, vmap_method="sequential")
+        _, grad, _ = _second_directional_grad(model, params, x, u)
+        return jnp.abs(lam), tree_scale(jnp.sign(lam), grad)
+
+    return value_and_grad
 
 
-def ascend_hessian_norm(
-    model: Any,
-    params0: PyTree,
-    x: Any,
-    radius: float,
-    *,
-    steps: int = 8,
-    start: PyTree | None = None,
-    tol: float = 1e-4,
-    initial_step: float = 0.25,
-    min_step: float = 1 / 64,
-) -> dict[str, Any]:
-    """Projected gradient ascent of ‖H(W)‖ = |λ_extreme(H(W))| over the ball ‖W − W₀‖ ≤ R.
+def hessian_norm_value_and_grad(model: Any, x: Any, *,
+                                tol: float = 1e-4) -> Callable[[PyTree], tuple[Array, PyTree]]:
+    """W ↦ (‖H(W)‖, sign(λ)·∇_W uᵀH(W)u) for H the Hessian of f(·; x): the Hessian norm and its gradient, usable
+    inside ``jit`` — the ``value_and_grad`` that :func:`ntkbook.ball.projected_ascent` takes.
 
-    Each of the ``steps`` iterations computes the gradient sign(λ)∇_W(uᵀH(W)u) at the current point (u
-    the extreme eigenvector, :func:`eigenvalue_gradient`) and backtracks along it: try a step of length
-    s, project onto the ball, recompute ‖H‖ (warm-started); accept the first s that increases ‖H‖,
-    halving s from the previous accepted length (initially ``initial_step``·R) down to ``min_step``·R.
-    An accepted step doubles the next trial length (at most R).  The iteration stops early when no
-    step length helps (a local maximum at this resolution).  The result is a lower bound on
-    max_{ball}‖H‖ found by a local method.
+    λ is the extreme eigenvalue (‖H‖ = |λ|) with unit eigenvector u, computed by ARPACK to the relative ``tol``
+    (:func:`hessian_spectral_norm`, ``operator="auto"``: the exact-range compression for MLPs and ResNets) on the
+    host through ``jax.pure_callback``, so that nothing of the eigensolver is compiled; for a simple λ,
+    ∇_W|λ| = sign(λ)∇_W uᵀH(W)u with u held fixed (Hellmann–Feynman, :func:`eigenvalue_gradient`), one
+    third-derivative contraction.  Where the two extreme eigenvalues have equal magnitude ‖H‖ is not
+    differentiable and this is the gradient of one of them.
+    """
+    _check_scalar_output_model(model)
+    return _norm_value_and_grad(model, hc.single_input(model, x), V.positive_float("tol", tol))
+
+
+def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, steps: int = 8,
+                        start: PyTree | None = None, tol: float = 1e-4, step_size: float = 0.125,
+                        decay: float = 1.0) -> Ascent:
+    """A large ‖H(W)‖ = |λ_extreme(H(W))| over the ball ‖W − W₀‖ ≤ R, found by the book's projected ascent.
+
+    :func:`ntkbook.ball.projected_ascent` from ``start`` (default W₀) with the value and gradient of
+    :func:`hessian_norm_value_and_grad` and normalized steps of length step_size·R·decay^t (t = 0, 1, …; by default
+    R/8 each), each projected back onto the ball; the best point is kept.  The result is a *lower* estimate of
+    max_{ball}‖H‖ found by a local method, never a bound.  Compiled once per network shape (the model is passed
+    as data).
 
     Returns:
-        dict with ``value`` (best ‖H‖ found), ``params`` (the maximizer), ``distance`` (‖W − W₀‖),
-        ``history`` (‖H‖ after every accepted step), ``start_value``, ``products`` (Hessian-vector
-        products), ``evaluations`` (Hessian norms computed), ``kernel`` (K_{(x,x)} at the maximizer).
+        an :class:`ntkbook.ball.Ascent`: ``value`` (the best ‖H‖), ``point`` (where), ``start_value``, ``values``
+        (‖H‖ at every iterate).
     """
+    _check_scalar_output_model(model)
+    x = hc.single_input(model, x)
     radius = V.positive_float("radius", radius)
     steps = V.positive_int("steps", steps, minimum=0)
-    x = hc.single_input(model, x)
-    p = start if start is not None else params0
-    cur = hessian_spectral_norm(at_input(model.apply, x), p, operator="auto", method="arpack", tol=tol)
-    start_value, products, evaluations, history = cur.value, cur.products, 1, []
-    trial = initial_step * radius
-    for _ in range(steps):
-        _, g, gn = _second_directional_grad(model, p, x, cur.eigenvector)
-        gn = float(gn)
-        if gn == 0 or not math.isfinite(gn):
-            break
-        accepted = False
-        while trial >= min_step * radius:
-            dtype = jax.tree_util.tree_leaves(p)[0].dtype
-            q = _step_and_project(p, g, params0, jnp.asarray(math.copysign(trial / gn, cur.eigenvalue), dtype),
-                                  jnp.asarray(radius, dtype))
-            new = hessian_spectral_norm(at_input(model.apply, x), q, operator="auto", method="arpack", tol=tol,
-                                        start=cur.eigenvector)
-            products += new.products
-            evaluations += 1
-            if new.value > cur.value:
-                p, cur, accepted = q, new, True
-                history.append(new.value)
-                trial = min(2 * trial, radius)
-                break
-            trial *= 0.5
-        if not accepted:
-            break
-    return {"value": cur.value, "params": p, "distance": float(_distance(p, params0)), "history": history,
-            "start_value": start_value, "products": products, "evaluations": evaluations,
-            "kernel": hc.kernel_at_input(model, p, x)}
+    step_size, decay = V.positive_float("step_size", step_size), V.positive_float("decay", decay)
+    tol = V.positive_float("tol", tol)
+    start = params0 if start is None else start
+    return _projected(model, params0, start, x, radius, step_size * radius, steps=steps, tol=tol, decay=decay)
+
+
+@partial(jax.jit, static_argnames=("steps", "tol", "decay"))
+def _projected(model, center, start, x, radius, step, *, steps, tol, decay):
+    """:func:`ascend_hessian_norm`'s call of :func:`ntkbook.ball.projected_ascent`, compiled once per shape."""
+    return projected_ascent(None, start, center, radius, steps=steps, step_size=step, normalize=True, decay=decay,
+                            value_and_grad=_norm_value_and_grad(model, x, tol))
 
 
 _MODELS: dict[Any, Any] = {}
@@ -492,6 +493,7 @@ __all__ = [
     "dense_hessian",
     "dense_spectral_norm",
     "eigenvalue_gradient",
+    "hessian_norm_value_and_grad",
     "hessian_operator",
     "hessian_spectral_norm",
     "hvp",

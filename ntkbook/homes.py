@@ -53,7 +53,8 @@ HOMES: tuple[Home, ...] = (
     Home("Taylor remainder f − f_lin", "ntkbook.linearization.remainder",
          "integral forms: linearization.remainder_integral, linearization.gradient_change (Eq. 56)"),
     Home("largest ‖H‖ in a ball ‖W − W₀‖ ≤ R (local ascent, a lower bound)", "ntkbook.hessian.ascend_hessian_norm",
-         "projected gradient ascent of the extreme eigenvalue (Hellmann–Feynman); Theorem 3.2"),
+         "ball.projected_ascent of ‖H‖ with hessian_norm_value_and_grad (extreme eigenpair by ARPACK, its gradient by "
+         "Hellmann–Feynman); Theorem 3.2"),
     Home("Hessian of the one-hidden-layer network of Eq. (8) in closed form",
          "ntkbook.hessian.shallow_hessian_eigenvalues",
          "Eq. 9 of Liu–Zhu–Belkin 2020 (d-dimensional inputs: rank-one blocks)"),
@@ -63,6 +64,8 @@ HOMES: tuple[Home, ...] = (
     Home("a-priori bound on the hidden-layer norms ‖α⁽ˡ⁾(W)‖ in a ball", "ntkbook.hessian_bounds.lemma_f3_bounds",
          "Lemma F.3 (Eq. 66) as printed and corrected; skip=True for residual layers (Lemma G.5); the CNN bound of "
          "Lemma G.3 by substitution"),
+    Home("hidden-layer norm bounds of a CNN or a ResNet in a ball", "ntkbook.hessian_bounds.hidden_norm_bounds",
+         "Lemmas G.3 and G.5 of Liu–Zhu–Belkin 2020, beside Lemma F.3's fully connected constants"),
     Home("chain-rule bounds on every Hessian block at one input", "ntkbook.hessian_bounds.block_bounds",
          "App. E of Liu–Zhu–Belkin 2020; Lemma E.1 is their sum, the blockwise bound their spectral norm"),
     Home("Prop. 3.1's bound (Eq. 17)", "ntkbook.hessian_bounds.eq_17_terms"),

@@ -1,8 +1,12 @@
 """The package's architecture rules, read from the source (AST), so that "one home per object" cannot
 regress silently:
 
-* no module of ``ntkbook/experiments`` imports another one (what two chapters share lives in a named
-  module of the package), and no experiments module is imported by two chapters;
+* there are no chapter modules: no ``ntkbook/experiments`` package, and no chapter imports one (each
+  chapter's experiment is a short function in the chapter, built from the package's object homes);
+* one projected ascent: every function named like an ascent (``*ascen*``), in the package or in a chapter's
+  code cells, is :func:`ntkbook.ball.projected_ascent` or calls it;
+* no PRNG key arithmetic (``fold_in(key, 1000 * s + m)``, ``key(100 * L + s)``) outside ``ntkbook/random.py``:
+  keys come from coordinates (``random.fold_key``, the sweep engine's ``piece_key``);
 * no ``lax.scan`` / ``lax.while_loop`` / ``lax.fori_loop`` outside ``ntkbook/training.py`` (the one
   gradient-descent loop), except the loops named in :data:`LAX_LOOPS`, each with its reason;
 * no ARPACK call (``eigsh``, ``eigs``, ``svds``) outside ``ntkbook/eigen.py`` (the one eigen-solver front end);
@@ -16,6 +20,7 @@ show that the rule fails on it.
 from __future__ import annotations
 
 import ast
+import json
 import re
 from pathlib import Path
 
@@ -87,16 +92,44 @@ def _imported_modules(source: str, module: str, is_package: bool = False) -> set
 # ---------------------------------------------------------------------------------------------
 
 
-def experiment_cross_imports(source: str, module: str, is_package: bool = False) -> list[str]:
-    """Other ``ntkbook.experiments`` modules imported by the experiments module ``module``."""
-    if not module.startswith("ntkbook.experiments.") or is_package:
-        return []
-    found = set()
-    for name in _imported_modules(source, module, is_package):
-        parts = name.split(".")
-        if len(parts) >= 3 and parts[:2] == ["ntkbook", "experiments"] and parts[2] != module.split(".")[2]:
-            found.add(".".join(parts[:3]))
-    return sorted(found)
+ASCENT_NAME = re.compile(r"ascen", re.IGNORECASE)
+THE_ASCENT = "projected_ascent"
+
+
+def ascent_functions(source: str) -> list[tuple[str, int, bool]]:
+    """(name, line, runs the one ascent) of every function whose name contains "ascen"; a function runs it when it
+    calls ``projected_ascent``, or a function of the same source that does."""
+    tree = ast.parse(source)
+
+    def calls(node: ast.AST, names: set[str]) -> bool:
+        return any(isinstance(c, ast.Call) and _dotted(c.func).split(".")[-1] in names for c in ast.walk(node))
+
+    functions = [n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    runners = {THE_ASCENT} | {f.name for f in functions if calls(f, {THE_ASCENT})}
+    return [(f.name, f.lineno, calls(f, runners)) for f in functions if ASCENT_NAME.search(f.name)]
+
+
+KEY_MAKERS = frozenset({"fold_in", "key", "PRNGKey"})
+
+
+def key_arithmetic(source: str) -> list[int]:
+    """Lines that derive a PRNG key from arithmetic on numbers: ``fold_in(k, a * s + m)``, ``key(100 * L + s)``
+    (a +, -, * or // in a key argument)."""
+    lines = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call) and _dotted(node.func).split(".")[-1] in KEY_MAKERS:
+            if any(isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Add, ast.Sub, ast.Mult, ast.FloorDiv))
+                   for arg in node.args for sub in ast.walk(arg)):
+                lines.append(node.lineno)
+    return sorted(set(lines))
+
+
+def chapter_code(path: Path) -> str:
+    """The code cells of a chapter notebook, as one Python source (IPython magics and shell lines dropped)."""
+    cells = [c for c in json.loads(path.read_text(encoding="utf-8"))["cells"] if c["cell_type"] == "code"]
+    return "\n".join("".join(line for line in (c["source"] if isinstance(c["source"], list)
+                                                else c["source"].splitlines(keepends=True))
+                              if not line.lstrip().startswith(("%", "!"))) for c in cells)
 
 
 def _top_level_functions(tree: ast.Module) -> list[tuple[str, ast.AST]]:
@@ -193,25 +226,35 @@ def private_imports(source: str, module: str, is_package: bool = False) -> list[
 # ---------------------------------------------------------------------------------------------
 
 
-def test_no_experiments_module_imports_another():
-    bad = {m: hits for m, src, pkg in _sources("ntkbook/experiments")
-           if (hits := experiment_cross_imports(src, m, pkg))}
-    assert not bad, f"experiments modules import each other (move what they share to a package module): {bad}"
+CHAPTER_IMPORT = re.compile(r"\bntkbook\.experiments\b|from ntkbook import experiments\b")
 
 
-CHAPTER_IMPORT = re.compile(r"^\s*from ntkbook\.experiments import (\w+)|^\s*from ntkbook\.experiments\.(\w+) import"
-                            r"|^\s*import ntkbook\.experiments\.(\w+)", re.MULTILINE)
+def test_no_chapter_modules():
+    assert not (PACKAGE / "experiments").exists(), "ntkbook/experiments is back: a chapter's experiment lives in it"
+    users = [p.stem for p in sorted((ROOT / "book" / "myst").glob("*.md"))
+             if CHAPTER_IMPORT.search(p.read_text(encoding="utf-8"))]
+    assert not users, f"chapters importing a chapter module: {users}"
 
 
-def test_each_experiments_module_belongs_to_one_chapter():
-    users: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "book" / "myst").glob("*.md")):
-        for match in CHAPTER_IMPORT.finditer(path.read_text(encoding="utf-8")):
-            name = next(g for g in match.groups() if g)
-            users.setdefault(name, set()).add(path.stem)
-    assert users, "no chapter imports an experiments module: the pattern is stale"
-    shared = {m: sorted(c) for m, c in users.items() if len(c) > 1}
-    assert not shared, f"experiments modules imported by several chapters: {shared}"
+def _chapters() -> list[tuple[str, str]]:
+    return [(p.stem, chapter_code(p)) for p in sorted((ROOT / "book").glob("[0-9]*.ipynb"))]
+
+
+def test_one_projected_ascent():
+    found = {}
+    for module, src in [(m, s) for m, s, _ in _sources("ntkbook")] + _chapters():
+        for name, line, calls in ascent_functions(src):
+            found[(module, name)] = (line, calls)
+    assert ("ntkbook.ball", THE_ASCENT) in found, "ntkbook.ball.projected_ascent is gone: the rule is stale"
+    others = {k: v for k, v in found.items() if k != ("ntkbook.ball", THE_ASCENT) and not v[1]}
+    assert not others, f"ascent functions that do not run ntkbook.ball.projected_ascent: {others}"
+
+
+def test_no_key_arithmetic_outside_random():
+    sources = [(m, s) for m, s, _ in _sources("ntkbook") if m != "ntkbook.random"] + _chapters()
+    bad = {m: lines for m, src in sources if (lines := key_arithmetic(src))}
+    assert not bad, f"PRNG keys derived by arithmetic (use ntkbook.random.fold_key or the sweep's keys): {bad}"
+    assert len(_chapters()) >= 12, "the chapters were not found: the rule is stale"
 
 
 def test_lax_loops_only_in_training_or_named():
@@ -247,23 +290,33 @@ def test_no_private_names_across_modules():
 
 
 @pytest.mark.parametrize("source,expected", [
-    ("from .other_chapter import layer_factors\n", ["ntkbook.experiments.other_chapter"]),
-    ("from . import lazy_training as lt\n", ["ntkbook.experiments.lazy_training"]),
-    ("from ntkbook.experiments import assembly\n", ["ntkbook.experiments.assembly"]),
-    ("import ntkbook.experiments.moderate\n", ["ntkbook.experiments.moderate"]),
-    ("def f():\n    from .sibling import x\n", ["ntkbook.experiments.sibling"]),
-    ("from ..layer_norms import layer_factors\nfrom .. import tables\n", []),
-    ("from .chapter import helper\n", []),  # the module itself
+    ("def ascend(w):\n    for _ in range(9):\n        w = w + g(w)\n    return w\n", [("ascend", 1, False)]),
+    ("def _ascent_step(w):\n    return w\n", [("_ascent_step", 1, False)]),
+    ("def ascend(sign, t0):\n    return nb.ball.projected_ascent(f, t0, c, 1.0)\n", [("ascend", 1, True)]),
+    ("def step(w):\n    return w + g(w)\n", []),
+    ("def ascend_norm(w):\n    return _run(w)\n\ndef _run(w):\n    return ball.projected_ascent(f, w, w, 1.0)\n",
+     [("ascend_norm", 1, True)]),
 ])
-def test_rule_experiment_cross_imports(source, expected):
-    assert experiment_cross_imports(source, "ntkbook.experiments.chapter") == expected
+def test_rule_ascent_functions(source, expected):
+    assert ascent_functions(source) == expected
+
+
+@pytest.mark.parametrize("source,expected", [
+    ("k = jax.random.fold_in(key, 1000 * s + m)\n", [1]),
+    ("k = jax.random.key(100_000 * L + s)\n", [1]),
+    ("from jax.random import PRNGKey\nk = PRNGKey(seed - 1)\n", [2]),
+    ("k = jax.random.fold_in(key, i)\nk2 = jax.random.key(0)\nk3 = random.fold_key(key, m, s)\n", []),
+    ("k = fold_in(key, int(x[0] + 1))\n", [1]),
+])
+def test_rule_key_arithmetic(source, expected):
+    assert key_arithmetic(source) == expected
 
 
 def test_rule_lax_loops():
     planted = ("import jax\nfrom jax import lax\n\ndef fit(w):\n    return jax.lax.fori_loop(0, 9, step, w)\n\n"
                "def other(w):\n    return lax.scan(step, w, None, length=3)\n\n"
                "from jax.lax import while_loop\n")
-    assert sorted(lax_loops(planted, "ntkbook.experiments.x")) == [("<module>", 10), ("fit", 5), ("other", 8)]
+    assert sorted(lax_loops(planted, "ntkbook.x")) == [("<module>", 10), ("fit", 5), ("other", 8)]
     assert lax_loops("import jax\ny = jax.lax.map(f, xs)\nz = jax.vmap(g)(xs)\n", "m") == []
 
 
@@ -278,11 +331,11 @@ def test_rule_arpack_calls():
     ("from .hessian_compressed import _forward, base_pass\n", 1),
     ("from ntkbook import _private_module\n", 1),
     ("import ntkbook._secret\n", 1),
-    ("from ntkbook.experiments import other_chapter as oc\noc._check_model(m)\n", 1),
+    ("from ntkbook import hessian as h\nh._check_model(m)\n", 1),
     ("from ntkbook import _validation as V\nV.positive_int('n', 1)\n", 0),
     ("from .. import _validation as V\n", 0),
     ("from ntkbook import tables\nt = tables.show(x)\nt._repr_html_()\n", 0),
     ("def _helper():\n    pass\n_helper()\nobj._cache\n", 0),  # own names, attributes of non-imports
 ])
 def test_rule_private_imports(source, count):
-    assert len(private_imports(source, "ntkbook.experiments.chapter")) == count
+    assert len(private_imports(source, "ntkbook.models.some_home")) == count

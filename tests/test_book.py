@@ -251,11 +251,6 @@ def claims(site):
     return by_chapter, printed
 
 
-TABLES_NOT_YET_IN_VIEW = frozenset({
-    "book/03b-transition-to-linearity-in-the-ball",
-})
-"""Chapters not yet rewritten with their experiments in view (issue 36): their tables may still scroll sideways
-and carry code-identifier headers.  Shrinks to empty as each chapter is rewritten."""
 
 
 @pytest.mark.parametrize("page_name", toc_pages())
@@ -281,8 +276,6 @@ def test_page_in_a_real_browser(site, browser, claims, page_name):
                 problems.append(reader.Problem("blocks", "a chapter without results"))
     finally:
         page.close()
-    if page_name in TABLES_NOT_YET_IN_VIEW:
-        problems = [p for p in problems if p.category != "table"]
     if re.match(r"book/\d", page_name) and not verdicts_printed:
         problems.append(reader.Problem("verdict", "no check cell of any chapter printed a line naming its claim"))
     assert not problems, f"{page_name}: {len(problems)} problems\n" + "\n".join(map(str, problems))

@@ -302,12 +302,29 @@ def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
           - rq(jax.tree_util.tree_map(lambda a, b: a - eps * b, params, d))) / (2 * eps)
     assert float(tree_dot(grad, d)) == pytest.approx(fd, rel=1e-6)
 
+def test_hessian_norm_value_and_grad_is_the_norm_and_its_derivative(x64):
+    """Under jit: the value is the dense ‖H‖, the gradient its central finite difference in a random direction."""
+    model, params, x = small_network("mlp", seed=13, width=6)
+    fn = _full_fn(model, x)
+    value, grad = jax.jit(hessian.hessian_norm_value_and_grad(model, x, tol=1e-12))(params)
+    assert float(value) == pytest.approx(hessian.dense_spectral_norm(fn, params), rel=1e-9)
+    spec = flat_spec(params)
+    d = spec.unravel(jnp.asarray(np.random.default_rng(3).standard_normal(spec.size)))
+    eps = 1e-5
+    fd = (hessian.dense_spectral_norm(fn, jax.tree_util.tree_map(lambda a, b: a + eps * b, params, d))
+          - hessian.dense_spectral_norm(fn, jax.tree_util.tree_map(lambda a, b: a - eps * b, params, d))) / (2 * eps)
+    assert float(tree_dot(grad, d)) == pytest.approx(fd, rel=1e-5)
+
+
 def test_ascend_hessian_norm_increases_within_the_ball(x64):
+    """The book's projected ascent of ‖H‖: the best point lies in the ball, its value is the dense ‖H‖ there and
+    above the start, and it is the largest value of the iterates."""
     model, params, x = small_network("mlp", seed=13, width=6)
     res = hessian.ascend_hessian_norm(model, params, x, 2.0, steps=3, tol=1e-10)
-    assert res["distance"] <= 2.0 * (1 + 1e-12)
-    assert res["value"] >= res["start_value"]
-    assert all(b > a for a, b in zip([res["start_value"], *res["history"]], res["history"], strict=False))
-    ref = hessian.dense_spectral_norm(_full_fn(model, x), res["params"])
-    assert res["value"] == pytest.approx(ref, rel=1e-7)
-    assert res["evaluations"] >= 1 + len(res["history"])
+    assert float(tree_norm(jax.tree_util.tree_map(jnp.subtract, res.point, params))) <= 2.0 * (1 + 1e-12)
+    assert float(res.value) > float(res.start_value) == float(res.values[0])
+    assert float(res.value) == float(np.max(res.values))
+    ref = hessian.dense_spectral_norm(_full_fn(model, x), res.point)
+    assert float(res.value) == pytest.approx(ref, rel=1e-7)
+    with pytest.raises(TypeError, match="model must be"):
+        hessian.ascend_hessian_norm(object(), params, x, 2.0)

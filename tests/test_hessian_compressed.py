@@ -113,3 +113,23 @@ def test_base_pass_backward_vectors_are_the_derivatives_in_the_hidden_layers(x64
     for layer, (alpha, b) in enumerate(zip(alphas, recursion, strict=True), start=1):
         fd = [(tail(layer, alpha + h * e) - tail(layer, alpha - h * e)) / (2 * h) for e in np.eye(alpha.size)]
         np.testing.assert_allclose(b, fd, rtol=0, atol=1e-8)
+
+
+@pytest.mark.parametrize("kind", ["mlp", "resnet"])
+def test_base_pass_backward_vectors_are_the_gradients_in_the_hidden_layers(x64, kind):
+    """b⁽ˡ⁾ = ∂f/∂α⁽ˡ⁾ (Eq. 79; for the ResNet the product of Eq. 103, whose one-step form Eq. 104 adds b⁽ˡ⁺¹⁾ for
+    the skip term), against autodiff of the output with respect to α⁽ˡ⁾ of the model's own forward pass."""
+    model, params, x = small_network(kind, seed=4)
+    bp = hc.base_pass(model, params, x)
+
+    def output_from(layer, a):  # layers layer + 1 .. L run from α⁽ˡᵃʸᵉʳ⁾ = a
+        for i in range(layer, model.depth):
+            w = params["layers"][i]["W"]
+            z = model.activations[i](w @ a / np.sqrt(w.shape[1]))
+            a = z + a if kind == "resnet" else z
+        return params["v"][:, 0] @ a / np.sqrt(a.size)
+
+    post = model.forward(params, x[None]).post
+    for layer in range(1, model.depth + 1):
+        want = jax.grad(lambda a, layer=layer: output_from(layer, a))(post[layer][0])
+        np.testing.assert_allclose(bp.b[layer - 1], want, rtol=1e-10, atol=1e-14)

@@ -375,3 +375,19 @@ def test_densenet_forward_matches_numpy(x64):
         model.column_slice(2, 2)
     with pytest.raises(ValueError, match="widths"):
         densenet(jax.random.key(0), (4, 0), input_dim=3)
+
+
+def test_conv_is_a_sum_of_matrix_products_over_kernel_positions(x64):
+    """Eq. 92 of Liu–Zhu–Belkin 2020: W ∗ α = Σ_k W^[k] α^[k], with W^[k] the (m_out × m_in) transpose of the filter
+    slice ``w[i, j]`` (kernel positions in C order, as chapter 3b reads them off ``w.reshape(-1, m_in, m_out)``) and
+    α^[k] the input shifted by position k (zeros outside)."""
+    rng = np.random.default_rng(0)
+    w = rng.standard_normal((3, 3, 2, 5))
+    a = rng.standard_normal((6, 7, 2))
+    slices = np.swapaxes(w.reshape(-1, 2, 5), 1, 2)  # W^[k], (9, m_out, m_in)
+    total = np.zeros((6, 7, 5))
+    padded = np.pad(a, ((1, 1), (1, 1), (0, 0)))
+    for k, (i, j) in enumerate((i, j) for i in range(3) for j in range(3)):
+        total += np.einsum("oc,hwc->hwo", slices[k], padded[i:i + 6, j:j + 7])
+    ref = np.asarray(conv(jnp.asarray(a)[None], jnp.asarray(w)))[0] * np.sqrt(9 * 2)  # undo the fan-in 1/√(K m_in)
+    np.testing.assert_allclose(total, ref, rtol=1e-12, atol=1e-12)
