@@ -457,8 +457,8 @@ def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, s
     :func:`ntkbook.ball.projected_ascent` from ``start`` (default W₀) with the value and gradient of
     :func:`hessian_norm_value_and_grad` and normalized steps of length step_size·R·decay^t (t = 0, 1, …; by default
     R/8 each), each projected back onto the ball; the best point is kept.  The result is a *lower* estimate of
-    max_{ball}‖H‖ found by a local method, never a bound.  Compiled once per network shape (the model is passed
-    as data).
+    max_{ball}‖H‖ found by a local method, never a bound.  Each iterate's eigenpair is warm-started from the
+    previous eigenvector.
 
     Returns:
         an :class:`ntkbook.ball.Ascent`: ``value`` (the best ‖H‖), ``point`` (where), ``start_value``, ``values``
@@ -471,14 +471,23 @@ def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, s
     step_size, decay = V.positive_float("step_size", step_size), V.positive_float("decay", decay)
     tol = V.positive_float("tol", tol)
     start = params0 if start is None else start
-    return _projected(model, params0, start, x, radius, step_size * radius, steps=steps, tol=tol, decay=decay)
+    last: list[Any] = [None]  # the previous eigenvector: ARPACK's warm start at the next iterate
 
+    def value_and_grad(params: PyTree) -> tuple[Array, PyTree]:
+        with jax.disable_jit(False):  # the Hessian-vector products and the gradient compiled, as everywhere
+            res = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack",
+                                        tol=tol, start=last[0])
+            last[0] = res.eigenvector
+            _, grad, _ = _second_directional_grad(model, params, x, res.eigenvector)
+        return jnp.abs(res.eigenvalue), tree_scale(jnp.sign(res.eigenvalue), grad)
 
-@partial(jax.jit, static_argnames=("steps", "tol", "decay"))
-def _projected(model, center, start, x, radius, step, *, steps, tol, decay):
-    """:func:`ascend_hessian_norm`'s call of :func:`ntkbook.ball.projected_ascent`, compiled once per shape."""
-    return projected_ascent(None, start, center, radius, steps=steps, step_size=step, normalize=True, decay=decay,
-                            value_and_grad=_norm_value_and_grad(model, x, tol))
+    # The ascent's loop runs in Python (its few tree operations eagerly), so that ARPACK is called on the host
+    # directly: inside a compiled loop (hessian_norm_value_and_grad's pure_callback) an eigensolver that
+    # dispatches XLA computations waits for the thread that waits for it when the process has one CPU (make
+    # book pins each chapter to its own core).
+    with jax.disable_jit():
+        return projected_ascent(None, start, params0, radius, steps=steps, step_size=step_size * radius,
+                                normalize=True, decay=decay, value_and_grad=value_and_grad)
 
 
 _MODELS: dict[Any, Any] = {}
