@@ -411,42 +411,33 @@ def eigenvalue_gradient(model: Any, params: PyTree, x: Any, direction: PyTree) -
     return float(value), grad
 
 
-def _host_eigenpair(tol: float, model: Any, params: PyTree, x: Any) -> tuple[np.ndarray, PyTree]:
-    """(λ, u): the extreme eigenpair of H(params) at x by ARPACK to the relative ``tol``, on the host."""
-    res = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack", tol=tol)
-    dtype = jax.tree_util.tree_leaves(params)[0].dtype
-    vec = jax.tree_util.tree_map(lambda u, p: np.asarray(u, p.dtype), res.eigenvector, params)
-    return np.asarray(res.eigenvalue, dtype), vec
-
-
-def _norm_value_and_grad(model: Any, x: Array, tol: float) -> Callable[[PyTree], tuple[Array, PyTree]]:
-    """The function of :func:`hessian_norm_value_and_grad`, unchecked (``model`` and ``x`` may be traced)."""
-
-    def value_and_grad(params: PyTree) -> tuple[Array, PyTree]:
-        like = jax.tree_util.tree_map(lambda a: jax.ShapeDtypeStruct(a.shape, a.dtype), params)
-        dtype = jax.tree_util.tree_leaves(params)[0].dtype
-        lam, u = jax.pure_callback(partial(_host_eigenpair, tol), (jax.ShapeDtypeStruct((), dtype), like),
-                                   model, params, x, vmap_method="sequential")
-        _, grad, _ = _second_directional_grad(model, params, x, u)
-        return jnp.abs(lam), tree_scale(jnp.sign(lam), grad)
-
-    return value_and_grad
-
-
 def hessian_norm_value_and_grad(model: Any, x: Any, *,
                                 tol: float = 1e-4) -> Callable[[PyTree], tuple[Array, PyTree]]:
-    """W ↦ (‖H(W)‖, sign(λ)·∇_W uᵀH(W)u) for H the Hessian of f(·; x): the Hessian norm and its gradient, usable
-    inside ``jit`` — the ``value_and_grad`` that :func:`ntkbook.ball.projected_ascent` takes.
+    """W ↦ (‖H(W)‖, sign(λ)·∇_W uᵀH(W)u) for H the Hessian of f(·; x): the Hessian norm and its gradient — the
+    ``value_and_grad`` that :func:`ntkbook.ball.projected_ascent` takes (run it eagerly, under
+    ``jax.disable_jit()``, as :func:`ascend_hessian_norm` does).
 
-    λ is the extreme eigenvalue (‖H‖ = |λ|) with unit eigenvector u, computed by ARPACK to the relative ``tol``
-    (:func:`hessian_spectral_norm`, ``operator="auto"``: the exact-range compression for MLPs and ResNets) on the
-    host through ``jax.pure_callback``, so that nothing of the eigensolver is compiled; for a simple λ,
-    ∇_W|λ| = sign(λ)∇_W uᵀH(W)u with u held fixed (Hellmann–Feynman, :func:`eigenvalue_gradient`), one
-    third-derivative contraction.  Where the two extreme eigenvalues have equal magnitude ‖H‖ is not
-    differentiable and this is the gradient of one of them.
+    λ is the extreme eigenvalue (‖H‖ = |λ|) with unit eigenvector u, computed by ARPACK on the host to the relative
+    ``tol`` (:func:`hessian_spectral_norm`, ``operator="auto"``: the exact-range compression for MLPs and ResNets),
+    warm-started from the eigenvector of the previous call; for a simple λ, ∇_W|λ| = sign(λ)∇_W uᵀH(W)u with u
+    held fixed (Hellmann–Feynman, :func:`eigenvalue_gradient`), one compiled third-derivative contraction.  Where
+    the two extreme eigenvalues have equal magnitude ‖H‖ is not differentiable and this is the gradient of one of
+    them.  Not traceable: inside a compiled loop an eigensolver that dispatches XLA computations can wait for the
+    thread that waits for it (a process pinned to one core, as make book runs each chapter).
     """
     _check_scalar_output_model(model)
-    return _norm_value_and_grad(model, hc.single_input(model, x), V.positive_float("tol", tol))
+    x, tol = hc.single_input(model, x), V.positive_float("tol", tol)
+    last: list[Any] = [None]  # the previous eigenvector: ARPACK's warm start at the next point
+
+    def value_and_grad(params: PyTree) -> tuple[Array, PyTree]:
+        with jax.disable_jit(False):  # the Hessian-vector products and the gradient compiled, as everywhere
+            res = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack",
+                                        tol=tol, start=last[0])
+            last[0] = res.eigenvector
+            _, grad, _ = _second_directional_grad(model, params, x, res.eigenvector)
+        return jnp.abs(res.eigenvalue), tree_scale(jnp.sign(res.eigenvalue), grad)
+
+    return value_and_grad
 
 
 def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, steps: int = 8,
@@ -471,20 +462,8 @@ def ascend_hessian_norm(model: Any, params0: PyTree, x: Any, radius: float, *, s
     step_size, decay = V.positive_float("step_size", step_size), V.positive_float("decay", decay)
     tol = V.positive_float("tol", tol)
     start = params0 if start is None else start
-    last: list[Any] = [None]  # the previous eigenvector: ARPACK's warm start at the next iterate
-
-    def value_and_grad(params: PyTree) -> tuple[Array, PyTree]:
-        with jax.disable_jit(False):  # the Hessian-vector products and the gradient compiled, as everywhere
-            res = hessian_spectral_norm(at_input(model.apply, x), params, operator="auto", method="arpack",
-                                        tol=tol, start=last[0])
-            last[0] = res.eigenvector
-            _, grad, _ = _second_directional_grad(model, params, x, res.eigenvector)
-        return jnp.abs(res.eigenvalue), tree_scale(jnp.sign(res.eigenvalue), grad)
-
-    # The ascent's loop runs in Python (its few tree operations eagerly), so that ARPACK is called on the host
-    # directly: inside a compiled loop (hessian_norm_value_and_grad's pure_callback) an eigensolver that
-    # dispatches XLA computations waits for the thread that waits for it when the process has one CPU (make
-    # book pins each chapter to its own core).
+    value_and_grad = hessian_norm_value_and_grad(model, x, tol=tol)
+    # The ascent's loop runs in Python (its few tree operations eagerly) and calls ARPACK on the host directly.
     with jax.disable_jit():
         return projected_ascent(None, start, params0, radius, steps=steps, step_size=step_size * radius,
                                 normalize=True, decay=decay, value_and_grad=value_and_grad)

@@ -303,10 +303,10 @@ def test_eigenvalue_gradient_is_the_derivative_of_the_rayleigh_quotient(x64):
     assert float(tree_dot(grad, d)) == pytest.approx(fd, rel=1e-6)
 
 def test_hessian_norm_value_and_grad_is_the_norm_and_its_derivative(x64):
-    """Under jit: the value is the dense ‖H‖, the gradient its central finite difference in a random direction."""
+    """The value is the dense ‖H‖, the gradient its central finite difference in a random direction."""
     model, params, x = small_network("mlp", seed=13, width=6)
     fn = _full_fn(model, x)
-    value, grad = jax.jit(hessian.hessian_norm_value_and_grad(model, x, tol=1e-12))(params)
+    value, grad = hessian.hessian_norm_value_and_grad(model, x, tol=1e-12)(params)
     assert float(value) == pytest.approx(hessian.dense_spectral_norm(fn, params), rel=1e-9)
     spec = flat_spec(params)
     d = spec.unravel(jnp.asarray(np.random.default_rng(3).standard_normal(spec.size)))
