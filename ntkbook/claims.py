@@ -51,6 +51,13 @@ measured/bound and fitted exponents, their standard errors and intervals to :dat
 recorded as 0).  The numbers a :func:`condition` records are only rounded to significant digits:
 pass numbers that are not noise.  The decision itself uses the unrounded numbers.
 
+**The archive as a witness.** A claim judged on the paper-scale archive (``results/paper/``, read with
+:func:`ntkbook.reproduce.archived`) by the same claim function as a claim of the build carries the
+build claim's id with ``archive/`` after its first segment: ``fig-1/archive/swish-kernel-change-order-one``
+witnesses ``fig-1/swish-kernel-change-order-one`` (:func:`witnessed_claim`, :func:`archive_witnesses`).
+The Claims ledger page shows the archive's verdict beside the build's; a witness of another kind than
+its claim is a defect the page's build reports.
+
 Claim ids are unique within a notebook: a second claim with the same id and a different record raises
 ``ValueError`` (an identical record — the same cell executed again — is kept once).
 """
@@ -166,6 +173,36 @@ def read_ledgers(directory: str | os.PathLike | None = None) -> dict[str, list[d
                                  "the ledger is corrupt: execute the notebook again")
             recs.append(rec)
         out[path.stem] = recs
+    return out
+
+
+ARCHIVE_SEGMENT = "archive"
+
+
+def witnessed_claim(claim: str) -> str | None:
+    """The build claim that ``claim`` witnesses on the archive, or ``None`` when it is no witness.
+
+    ``"fig-2/archive/bottleneck-kernel-change-decays"`` → ``"fig-2/bottleneck-kernel-change-decays"``:
+    the id with its segment ``archive`` (after the first segment) removed.
+    """
+    parts = _text("claim", claim).split("/")
+    if len(parts) < 3 or parts[1] != ARCHIVE_SEGMENT:
+        return None
+    return "/".join([parts[0], *parts[2:]])
+
+
+def archive_witnesses(records: list[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
+    """Map each claim id of ``records`` that the archive witnesses to its witness record.
+
+    Only witnesses whose build claim is among ``records`` (one chapter's ledger) are returned; an
+    archive claim with no build twin (e.g. an erratum only the archive can decide) is its own row.
+    """
+    ids = {r.get("claim") for r in records}
+    out: dict[str, Mapping[str, Any]] = {}
+    for r in records:
+        twin = witnessed_claim(str(r.get("claim")))
+        if twin is not None and twin in ids:
+            out[twin] = r
     return out
 
 

@@ -548,3 +548,15 @@ def test_each_evidence_claim_says_what_would_have_failed_it(ledger):
     assert text["prop-2.3/close"].endswith("an error above the tolerance")
     assert text["prop-2.3/cond"].endswith("a run above the loss tolerance")
     assert "false statement" not in text["prop-2.3/construction"]  # an illustration cannot fail a false statement
+
+
+def test_archive_witness_ids_pair_with_the_build_claim():
+    assert claims.witnessed_claim("fig-1/archive/swish-kernel-change-order-one") == "fig-1/swish-kernel-change-order-one"
+    assert claims.witnessed_claim("fig-2/archive/a/b") == "fig-2/a/b"
+    for not_a_witness in ("fig-1/swish-kernel-change-order-one", "archive/fig-1/x", "fig-1/x/archive", "fig-1/archive"):
+        assert claims.witnessed_claim(not_a_witness) is None
+    recs = [{"claim": "fig-1/x", "kind": "order"}, {"claim": "fig-1/archive/x", "kind": "order", "status": "passed"},
+            {"claim": "fig-2/archive/only-the-archive", "kind": "condition"}]
+    assert claims.archive_witnesses(recs) == {"fig-1/x": recs[1]}
+    with pytest.raises(TypeError):
+        claims.witnessed_claim(3)

@@ -86,12 +86,18 @@ INDEX = textwrap.dedent("""\
     """)
 
 
-def _write_ledger(directory: Path, *, unknown_ref: bool = False) -> None:
+def _write_ledger(directory: Path, *, unknown_ref: bool = False, witness_kind: str = "bound") -> None:
     old = os.environ.get("NTKBOOK_LEDGER_DIR")
     os.environ["NTKBOOK_LEDGER_DIR"] = str(directory)
     try:
         claims.start("01-chapter", scale="ci")
         claims.bound("prop-2.3/bound-holds", [0.1, 0.2], [1.0, 1.0], ref=f"{P}, Prop. 2.3", label="prop-2-3")
+        if witness_kind == "bound":  # the same claim function judging the paper-scale archive
+            claims.bound("prop-2.3/archive/bound-holds", [0.3, 0.4, 0.5], [1.0, 1.0, 1.0], ref=f"{P}, Prop. 2.3",
+                         label="prop-2-3")
+        else:
+            claims.condition("prop-2.3/archive/bound-holds", True, criterion="the archive looks fine",
+                             ref=f"{P}, Prop. 2.3", label="prop-2-3")
         claims.identity("prop-2.3/identity", 1.0, 1.0, rtol=1e-12, ref=f"{P}, Prop. 2.3", label="prop-2-3")
         claims.illustration("prop-2.3/loose-bound", True, criterion="measured ≤ bound; worst ratio 0.01",
                             why="the bound is 100 times too loose to fail", ref=f"{P}, Prop. 2.3", label="prop-2-3")
@@ -138,6 +144,8 @@ def build(tmp_path: Path, *, ledger: str = "full", executed: bool = True, execut
     led.mkdir()
     if ledger == "full":
         _write_ledger(led)
+    elif ledger == "witness-kind":
+        _write_ledger(led, witness_kind="condition")
     elif ledger == "unknown-ref":
         _write_ledger(led, unknown_ref=True)
     elif ledger == "empty-file":
@@ -188,13 +196,28 @@ def test_ledger_page_lists_every_claim_of_the_build(site):
     for claim in ("prop-2.3/bound-holds", "prop-2.3/identity", "prop-2.3/loose-bound", "prop-2.3/relu-rate",
                   "prop-2.3/condition"):
         assert claim in page
-    assert "5 claims were checked in this build (scale ci): 3 passed, 0 failed, 0 inconclusive" in page
+    assert "6 claims were checked in this build (scale ci): 4 passed, 0 failed, 0 inconclusive" in page
     assert "1 identity and 1 other check shown as illustrations, not counted as evidence" in page
     assert "identity, illustration" in page and "[illustration]" in page
     assert "No claims were recorded" not in page
     assert 'href="01-chapter.html#prop-2-3"' in page  # each claim links to its statement block
     assert "ntkbook-badge ntkbook-passed" in page
     assert "ntkbook.css" in page
+
+
+def test_the_archives_verdict_is_shown_beside_the_claim_it_witnesses(site):
+    out, _ = site
+    page = (out / "claims-ledger.html").read_text()
+    assert "The archive as a witness: 1 claim of this build is also judged" in page
+    assert "agrees with the build's for 1 of them" in page
+    row = page[page.index("<span class=\"pre\">prop-2.3/bound-holds</span>"):]
+    row = row[:row.index("</tr>")]
+    assert "archive (paper scale):" in row and "prop-2.3/archive/bound-holds" in row and "worst_ratio = 0.5" in row
+
+
+def test_a_witness_judged_by_another_claim_function_fails_the_build(tmp_path):
+    _, warnings = build(tmp_path, ledger="witness-kind")
+    assert "the archive witness 'prop-2.3/archive/bound-holds' is a condition claim" in warnings
 
 
 def test_index_rows_are_joined_with_their_claims(site):
@@ -262,7 +285,7 @@ def test_missing_or_empty_ledger_fails_the_build(tmp_path):
 def test_a_corrupt_ledger_stops_the_build(tmp_path):
     from sphinx.errors import SphinxError
 
-    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 6 is not valid JSON") as info:
+    with pytest.raises(SphinxError, match=r"01-chapter\.jsonl, line 7 is not valid JSON") as info:
         build(tmp_path, ledger="corrupt")
     assert "corrupt" in str(info.value)
 

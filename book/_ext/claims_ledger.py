@@ -252,6 +252,14 @@ def completeness_problems(app: Sphinx) -> list[str]:
         failed = [r.get("claim") for r in recs if r.get("status") == "failed"]
         if failed:
             problems.append(f"chapter {stem!r}: failed claims {failed}")
+        from ntkbook.claims import archive_witnesses
+
+        by_id = {r.get("claim"): r for r in recs}
+        for claim, witness in archive_witnesses(recs).items():
+            if witness.get("kind") != by_id[claim].get("kind"):
+                problems.append(f"chapter {stem!r}: the archive witness {witness.get('claim')!r} is a "
+                                f"{witness.get('kind')} claim, but the claim it witnesses, {claim!r}, is a "
+                                f"{by_id[claim].get('kind')} claim: judge the archive with the same claim function")
         strict = [r.get("claim") for r in recs if r.get("status") == "inconclusive" and r.get("scale") != "ci"]
         if strict:
             problems.append(f"chapter {stem!r}: inconclusive claims at book/paper scale {strict}")
@@ -286,7 +294,20 @@ def _measured_text(measured: dict[str, Any]) -> str:
     return "; ".join(f"{k} = {fmt(v, 6)}" for k, v in (measured or {}).items())
 
 
+def archive_node(witness: dict[str, Any]) -> nodes.paragraph:
+    """The archive's verdict on a claim: its badge, its id and what it measured on the paper-scale runs."""
+    para = nodes.paragraph(classes=["ntkbook-archive"])
+    para += nodes.strong(text="archive (paper scale): ")
+    para += badge(str(witness.get("status")), str(witness.get("kind")))
+    para += nodes.Text(" ")
+    para += nodes.literal(text=str(witness.get("claim")), classes=["ntkbook-claim"])
+    para += nodes.Text(" " + _measured_text(witness.get("measured", {})))
+    return para
+
+
 def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
+    from ntkbook.claims import archive_witnesses, witnessed_claim
+
     docs = book_notebooks(app)
     ledgers = book_ledgers(app)
     content: list[nodes.Node] = []
@@ -330,7 +351,21 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
                          str(c["passed"]), str(c["failed"]), str(c["inconclusive"]), str(c["illustrations"])])
         content.append(make_table(["chapter", "scale", "claims", "passed", "failed", "inconclusive", "illustrations"],
                                   rows, [34, 8, 8, 8, 8, 12, 12], ["ntkbook-ledger"]))
+    witnessed = {stem: archive_witnesses(recs) for stem, recs in ledgers.items()}
+    n_witnessed = sum(len(w) for w in witnessed.values())
+    if n_witnessed:
+        agree = sum(w.get("status") == by_claim.get("status")
+                    for stem, ws in witnessed.items()
+                    for claim, w in ws.items()
+                    for by_claim in [next(r for r in ledgers[stem] if r.get("claim") == claim)])
+        content.append(nodes.paragraph(text=(
+            f"The archive as a witness: {plural(n_witnessed, 'claim')} of this build "
+            f"{'is' if n_witnessed == 1 else 'are'} also judged, by the same claim function, on the paper-scale "
+            f"runs archived in results/paper/ of the repository; the archive's verdict agrees with the build's "
+            f"for {agree} of them. Its verdict and numbers are shown under the build's in the column 'measured' "
+            "(claim ids with 'archive/' after their first segment).")))
     for stem, recs in ledgers.items():
+        witnesses = witnessed[stem]
         section = nodes.section(ids=[f"ledger-{stem}"])
         section += nodes.title(text=doc_title(app, docs[stem]))
         rows = []
@@ -339,7 +374,13 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
             link = label_link(app, docname, r.get("label"))
             where += link if link is not None else nodes.Text(str(r.get("label") or "—"))
             where += nodes.Text(f" · {r.get('ref', '')}")
-            numbers = nodes.paragraph(text=_measured_text(r.get("measured", {})))
+            numbers = [nodes.paragraph(text=_measured_text(r.get("measured", {})))]
+            witness = witnesses.get(r.get("claim"))
+            if witness is not None:
+                numbers.append(archive_node(witness))
+            elif witnessed_claim(str(r.get("claim"))) in witnesses:
+                numbers.append(nodes.paragraph(text="(the archive's verdict, shown beside the claim it witnesses)",
+                                               classes=["ntkbook-archive"]))
             rows.append([verdict_node(r), where, numbers])
         section += make_table(["verdict (status, claim, kind, criterion)", "statement · paper", "measured"],
                               rows, [55, 20, 25], ["ntkbook-ledger"])
