@@ -191,6 +191,21 @@ def witnessed_claim(claim: str) -> str | None:
     return "/".join([parts[0], *parts[2:]])
 
 
+WITNESS_MUST_MATCH: tuple[str, ...] = ("kind", "ref", "label", "window", "rivals")
+
+
+def witness_mismatch(claim: Mapping[str, Any], witness: Mapping[str, Any]) -> list[str]:
+    """The fields in which an archive witness differs from the claim it witnesses (empty when it judges the
+    same statement): kind, ref, label, and for rate claims window and rivals; for :func:`close` and
+    :func:`bound` claims the tolerances ``rtol``/``atol`` recorded in ``measured``."""
+    fields = [f for f in WITNESS_MUST_MATCH if claim.get(f) != witness.get(f)]
+    for tol in ("rtol", "atol"):
+        mine, theirs = (dict(r.get("measured") or {}).get(tol) for r in (claim, witness))
+        if mine != theirs:
+            fields.append(tol)
+    return fields
+
+
 def archive_witnesses(records: list[Mapping[str, Any]]) -> dict[str, Mapping[str, Any]]:
     """Map each claim id of ``records`` that the archive witnesses to its witness record.
 
@@ -357,6 +372,10 @@ def _check_claim(claim: Any) -> str:
     claim = _text("claim", claim)
     if re.search(r"\s", claim):
         raise ValueError(f"claim id must contain no whitespace, e.g. 'prop-2.3/bound-holds'; got {claim!r}")
+    parts = claim.split("/")
+    if ARCHIVE_SEGMENT in parts[:1] + parts[2:]:
+        raise ValueError(f"claim id {claim!r}: the segment {ARCHIVE_SEGMENT!r} marks an archive witness and may "
+                         "only come second, e.g. 'fig-1/archive/swish-kernel-change-order-one'")
     return claim
 
 

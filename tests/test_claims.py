@@ -560,3 +560,18 @@ def test_archive_witness_ids_pair_with_the_build_claim():
     assert claims.archive_witnesses(recs) == {"fig-1/x": recs[1]}
     with pytest.raises(TypeError):
         claims.witnessed_claim(3)
+
+
+def test_a_witness_must_judge_the_same_statement(ledger):
+    claims.order("w/x", [1, 2, 4, 8] * 3, [1.0, 1.1, 0.9, 1.0] * 3, expect="constant", ref="book, w", label="w")
+    claims.order("w/archive/x", [1, 2, 4, 8] * 3, [1.0, 1.1, 0.9, 1.0] * 3, expect="constant", ref="book, w",
+                 label="w")
+    claims.close("w/y", [1.0], 1.0, rtol=1e-6, precision_reason="float64", ref="book, w", label="w")
+    claims.close("w/archive/y", [1.0], 1.0, rtol=1e-3, precision_reason="float32", ref="book, w", label="w")
+    recs = {r["claim"]: r for r in claims.records()}
+    assert claims.witness_mismatch(recs["w/x"], recs["w/archive/x"]) == []
+    assert claims.witness_mismatch(recs["w/y"], recs["w/archive/y"]) == ["rtol"]
+    assert "window" in claims.witness_mismatch(recs["w/x"], {**recs["w/archive/x"], "window": [-1, 1]})
+    for bad in ("archive/x/y", "w/archive/archive/x", "w/x/archive"):
+        with pytest.raises(ValueError, match="archive"):
+            claims.condition(bad, True, criterion="c", ref="book, w", label="w")

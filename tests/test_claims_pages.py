@@ -217,7 +217,8 @@ def test_the_archives_verdict_is_shown_beside_the_claim_it_witnesses(site):
 
 def test_a_witness_judged_by_another_claim_function_fails_the_build(tmp_path):
     _, warnings = build(tmp_path, ledger="witness-kind")
-    assert "the archive witness 'prop-2.3/archive/bound-holds' is a condition claim" in warnings
+    assert "the archive witness 'prop-2.3/archive/bound-holds' differs from the claim it witnesses" in warnings
+    assert "in kind" in warnings
 
 
 def test_index_rows_are_joined_with_their_claims(site):

@@ -252,14 +252,16 @@ def completeness_problems(app: Sphinx) -> list[str]:
         failed = [r.get("claim") for r in recs if r.get("status") == "failed"]
         if failed:
             problems.append(f"chapter {stem!r}: failed claims {failed}")
-        from ntkbook.claims import archive_witnesses
+        from ntkbook.claims import archive_witnesses, witness_mismatch
 
         by_id = {r.get("claim"): r for r in recs}
         for claim, witness in archive_witnesses(recs).items():
-            if witness.get("kind") != by_id[claim].get("kind"):
-                problems.append(f"chapter {stem!r}: the archive witness {witness.get('claim')!r} is a "
-                                f"{witness.get('kind')} claim, but the claim it witnesses, {claim!r}, is a "
-                                f"{by_id[claim].get('kind')} claim: judge the archive with the same claim function")
+            differ = witness_mismatch(by_id[claim], witness)
+            if differ:
+                problems.append(f"chapter {stem!r}: the archive witness {witness.get('claim')!r} differs from the "
+                                f"claim it witnesses, {claim!r}, in {', '.join(differ)} (e.g. kind "
+                                f"{witness.get('kind')} against {by_id[claim].get('kind')}): judge the archive "
+                                "with the same claim function and criterion")
         strict = [r.get("claim") for r in recs if r.get("status") == "inconclusive" and r.get("scale") != "ci"]
         if strict:
             problems.append(f"chapter {stem!r}: inconclusive claims at book/paper scale {strict}")
@@ -381,6 +383,12 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
             elif witnessed_claim(str(r.get("claim"))) in witnesses:
                 numbers.append(nodes.paragraph(text="(the archive's verdict, shown beside the claim it witnesses)",
                                                classes=["ntkbook-archive"]))
+            elif witnessed_claim(str(r.get("claim"))) is not None:
+                numbers.append(nodes.paragraph(
+                    text=f"(judged on the archive alone: this build has no claim "
+                         f"{witnessed_claim(str(r.get('claim')))} — the archive decides what the build's sizes "
+                         "cannot, or the statement was restricted after the archive contradicted it)",
+                    classes=["ntkbook-archive"]))
             rows.append([verdict_node(r), where, numbers])
         section += make_table(["verdict (status, claim, kind, criterion)", "statement · paper", "measured"],
                               rows, [55, 20, 25], ["ntkbook-ledger"])
