@@ -102,3 +102,18 @@ def test_gpu_present_imports_no_jax():
             "gpu_present(); print('jax' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_make_targets_use_the_editions_script(tmp_path):
+    """make book-student builds the stripped copy that editions.py makes (the tiny book's tests run the same
+    command) and make handout writes the bundle with it; the copy refuses a folder that holds a book."""
+    from editions import student_copy
+
+    makefile = (ROOT / "Makefile").read_text()
+    student = makefile[makefile.index("\nbook-student: $(STAMP)"):]
+    assert "book/_ext/editions.py student-copy $(STUDENT)" in student.split("\n\n")[0]
+    handout = makefile[makefile.index("\nhandout: $(STAMP)"):]
+    assert "book/_ext/editions.py handout _build/handout" in handout.split("\n\n")[0]
+    (tmp_path / "book").mkdir()
+    with pytest.raises(ValueError, match="empty folder"):
+        student_copy(ROOT, tmp_path)
