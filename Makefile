@@ -73,7 +73,7 @@ BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimiz
 book book-student handout: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
 # the commit each edition's claims-ledger.json names (the student edition is built outside the repository)
 book book-student handout: export NTKBOOK_COMMIT ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
-# the chapters missing from make book's execution cache, executed into it BOOK_JOBS at a time (book, book-student)
+# the chapters missing from make book's execution cache, executed into it BOOK_JOBS at a time (book, book-student, handout)
 EXECUTE_STALE_CHAPTERS = NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
