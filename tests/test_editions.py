@@ -117,3 +117,68 @@ def test_make_targets_use_the_editions_script(tmp_path):
     (tmp_path / "book").mkdir()
     with pytest.raises(ValueError, match="empty folder"):
         student_copy(ROOT, tmp_path)
+
+
+def test_jupyterlab_myst_is_installed_as_a_lab_extension():
+    """The pinned environment has the MyST renderer for JupyterLab (requirements.txt): its Python package and
+    its prebuilt lab extension, which JupyterLab loads from ``<prefix>/share/jupyter/labextensions``."""
+    import importlib.util
+
+    pins = (ROOT / "requirements.txt").read_text().splitlines()
+    assert any(re.fullmatch(r"jupyterlab-myst==[\d.]+", line) for line in pins)
+    assert importlib.util.find_spec("jupyterlab_myst") is not None
+    assert (Path(sys.prefix) / "share" / "jupyter" / "labextensions" / "jupyterlab-myst" / "package.json").exists()
+
+
+@pytest.mark.skipif(not __import__("os").environ.get("NTKBOOK_LAB_TEST"),
+                    reason="opens JupyterLab in Chromium (about 30 s): set NTKBOOK_LAB_TEST=1")
+def test_jupyterlab_renders_the_chapters_myst(tmp_path):
+    """A Markdown cell with a {prf:theorem}, an {exercise} and maths, opened in JupyterLab (the pinned one,
+    headless Chromium): the directives are rendered, not shown as raw MyST.  Measured 2026-12-07 with
+    JupyterLab 4.6.6 and jupyterlab-myst 2.7.0 (whose labextension list shows an @jupyter/ydoc 3-vs-4
+    warning): 'Theorem 1 (Constant kernel)' and 'Exercise 1' rendered."""
+    import os
+    import shutil
+    import socket
+    import subprocess
+    import time
+
+    from playwright.sync_api import sync_playwright
+
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if chromium is None:
+        pytest.skip("needs Debian's chromium (make test installs it)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(
+        "```{prf:theorem} Constant kernel\n:label: thm-x\n\nThe kernel is $K = 1$.\n```\n\n"
+        "```{exercise}\n:label: ex-x\n\nDo it.\n```\n")])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "demo.ipynb")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    lab = subprocess.Popen([str(Path(sys.executable).with_name("jupyter")), "lab", "--no-browser", f"--port={port}",
+                            "--IdentityProvider.token=t", f"--ServerApp.root_dir={tmp_path}", "--allow-root"],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=os.environ.copy())
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            time.sleep(0.5)
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=chromium, headless=True, args=["--no-sandbox"])
+            page = browser.new_page(viewport={"width": 1280, "height": 720})
+            page.goto(f"http://127.0.0.1:{port}/lab/tree/demo.ipynb?token=t")
+            page.wait_for_selector("text=Exercise 1", timeout=90_000)
+            text = page.inner_text(".jp-Notebook")
+            browser.close()
+    finally:
+        lab.terminate()
+        try:
+            lab.wait(timeout=10)
+        except subprocess.TimeoutExpired:  # the server can take long to stop its extensions: end it
+            lab.kill()
+            lab.wait()
+    assert "Theorem 1 (Constant kernel)" in text and "Exercise 1" in text
+    assert "{prf:theorem}" not in text and "{exercise}" not in text
