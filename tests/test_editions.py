@@ -131,7 +131,7 @@ def test_jupyterlab_myst_is_installed_as_a_lab_extension():
 
 
 @pytest.mark.skipif(not __import__("os").environ.get("NTKBOOK_LAB_TEST"),
-                    reason="opens JupyterLab in Chromium (about 30 s): set NTKBOOK_LAB_TEST=1")
+                    reason="opens JupyterLab in Chromium (about 20 s): set NTKBOOK_LAB_TEST=1")
 def test_jupyterlab_renders_the_chapters_myst(tmp_path):
     """A Markdown cell with a {prf:theorem}, an {exercise} and maths, opened in JupyterLab (the pinned one,
     headless Chromium): the directives are rendered, not shown as raw MyST.  Measured 2026-12-07 with
