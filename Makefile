@@ -28,7 +28,7 @@ export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 # at book scale side by side: 287 s and 262 s, 552 CPU-s, against 114 s and 234 s, 426 CPU-s.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: env browser book book-fresh book-student read-book test test-determinism bench preview lint sync format clean
+.PHONY: env browser book book-fresh book-student handout read-book test test-determinism bench preview lint sync format clean
 
 env: $(STAMP)
 
@@ -70,8 +70,10 @@ BOOK_JOBS ?= 2
 # which slows the phase-transition loop (61 → 108 s), so make book leaves it out.  The options are part
 # of the execution cache's key (book/_ext/execution_cache.py).
 BOOK_XLA_FLAGS ?= --xla_llvm_disable_expensive_passes=true --xla_backend_optimization_level=1
-book book-student: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
-# the chapters missing from make book's execution cache, executed into it BOOK_JOBS at a time (book, book-student)
+book book-student handout: export XLA_FLAGS := $(strip $(XLA_FLAGS) $(BOOK_XLA_FLAGS))
+# the commit each edition's claims-ledger.json names (the student edition is built outside the repository)
+book book-student handout: export NTKBOOK_COMMIT ?= $(shell git describe --always --dirty --abbrev=12 2>/dev/null)
+# the chapters missing from make book's execution cache, executed into it BOOK_JOBS at a time (book, book-student, handout)
 EXECUTE_STALE_CHAPTERS = NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/execute_stale_chapters.py --jobs $(BOOK_JOBS) $(BOOK_EXECUTE_ARGS)
 book: $(STAMP)
 	rm -rf _build/html _build/.doctrees _build/jupyter_execute
@@ -85,20 +87,29 @@ book-fresh:
 	rm -rf _build/.jupyter_cache
 	$(MAKE) book
 
-## make book-student: the same book with the exercise solutions left out entirely (_build/student/html).
-## It shares make book's execution cache (same scale, XLA options and BLAS threads): the chapters that
+## make book-student: the same book with the exercise solutions left out entirely (_build/student/html):
+## the chapters and pages are copied with every {solution} block removed from their sources
+## (book/_ext/editions.py; code cells untouched), so no page, _sources/ file, download or search index
+## holds one.  It shares make book's execution cache (same scale, XLA options and BLAS threads): the chapters that
 ## make book executed are not executed again, the others are executed into that cache first, BOOK_JOBS
 ## at a time, so the student edition shows the same numbers and claims ledger as the book.
 book-student: $(STAMP)
 	$(EXECUTE_STALE_CHAPTERS)
 	$(eval STUDENT := $(shell mktemp -d /tmp/ntkbook-student-XXXXXX))
-	cp -r _toc.yml book $(STUDENT)/
-	$(BIN)/python -c "import sys,yaml; c=yaml.safe_load(open('_config.yml')); c['sphinx']['config']['hide_solutions']=True; yaml.safe_dump(c, open(sys.argv[1], 'w'), sort_keys=False)" $(STUDENT)/_config.yml
+	$(BIN)/python book/_ext/editions.py student-copy $(STUDENT)
 	mkdir -p $(STUDENT)/_build && ln -s $(CURDIR)/_build/.jupyter_cache $(STUDENT)/_build/.jupyter_cache
 	cd $(STUDENT) && NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} \
 	  $(CURDIR)/$(BIN)/jupyter-book build . --builder html -W -n --keep-going
 	rm -rf _build/student && mkdir -p _build/student && mv $(STUDENT)/_build/html _build/student/html && rm -rf $(STUDENT)
 	@echo "The student edition (no solutions) is in $(CURDIR)/_build/student/html/index.html"
+
+## make handout: the chapters as notebooks for students (_build/handout/ntkbook-notebooks/ and .zip): source
+## notebooks without solutions or outputs (homework), the same with make book's outputs at NTKBOOK_SCALE
+## (reading; from the execution cache, chapters missing there executed into it first, as make book-student
+## does), the ntkbook package, pyproject.toml, requirements.txt and a README (book/_ext/editions.py)
+handout: $(STAMP)
+	$(EXECUTE_STALE_CHAPTERS)
+	NTKBOOK_SCALE=$${NTKBOOK_SCALE:-book} $(BIN)/python book/_ext/editions.py handout _build/handout
 
 ## make test: lint (ruff: package, tests, benchmarks, book/_ext, notebooks at 80 columns); every chapter
 ## executed once at ci scale by papermill (tests/execute_chapters.py, TEST_JOBS at a time); then one pytest

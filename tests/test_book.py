@@ -289,28 +289,42 @@ def test_generated_pages_exist(page_name):
 
 
 def test_student_edition_hides_solutions(site, tmp_path):
-    """The book has solutions; the student edition (``hide_solutions``, as ``make book-student``) of a
-    small book made of one executed chapter and a page with an exercise has none, and keeps the
-    exercises.  (A small book: a second build of every page would double the time of this file.)"""
+    """The book has solutions; the student edition (as ``make book-student``: the sources copied without
+    their ``{solution}`` blocks by book/_ext/editions.py, then built with ``hide_solutions``) of a small book
+    made of one executed chapter and a page with an exercise has none — not in its pages, nor in any other
+    file (``_sources/`` notebooks, search index, downloads) — and keeps the exercises.  (A small book: a
+    second build of every page would double the time of this file.)"""
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    from editions import student_copy
+
     html, _, out = site
     full = sum(p.read_text().count('class="solution') for p in html.glob("book/*.html"))
     assert full > 0, "the book has no solutions to hide"
-    small = tmp_path / "student"
-    (small / "book").mkdir(parents=True)
+    source = tmp_path / "source"
+    (source / "book").mkdir(parents=True)
     for name in ("_ext", "_static", "_data"):
         if (out / "book" / name).exists():
-            shutil.copytree(out / "book" / name, small / "book" / name)
-    shutil.copy(out / "book" / "references.bib", small / "book" / "references.bib")
+            shutil.copytree(out / "book" / name, source / "book" / name)
+    shutil.copy(out / "book" / "references.bib", source / "book" / "references.bib")
     chapter = min((p for p in (out / "book").glob("*.ipynb")), key=lambda p: p.stat().st_size)
-    shutil.copy(chapter, small / "book" / chapter.name)
-    (small / "book" / "intro.md").write_text(
+    shutil.copy(chapter, source / "book" / chapter.name)
+    marker = "qzv8c1solutiontext"
+    (source / "book" / "intro.md").write_text(
         "# Exercises\n\n```{exercise}\n:label: ex-student\n\nShow that $1 + 1 = 2$.\n```\n\n"
-        "```{solution} ex-student\n:class: dropdown\n\nCount.\n```\n")
+        f"```{{solution}} ex-student\n:class: dropdown\n\nCount: {marker}.\n```\n")
     toc = {"format": "jb-book", "root": "book/intro",
            "parts": [{"caption": "Student", "chapters": [{"file": f"book/{chapter.stem}"}]}]}
-    (small / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    (source / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
+    shutil.copy(ROOT / "_config.yml", source / "_config.yml")
+    assert "{solution}" in chapter.read_text(), f"{chapter.name} has no solution to leave out"
+    small = tmp_path / "student"
+    student_copy(source, small)
     (small / "ledger").mkdir()
     student = build(small, student=True, strict=False)
     pages = list(student.glob("book/*.html"))
     assert sum(p.read_text().count('class="exercise') for p in pages) >= 2
     assert sum(p.read_text().count('class="solution') for p in pages) == 0
+    leaks = [str(p.relative_to(student)) for p in student.rglob("*")
+             if p.is_file() and any(s in p.read_bytes() for s in (b"{solution", marker.encode()))]
+    assert not leaks, f"solution text in files of the student edition: {leaks}"
+    assert (student / "_sources" / "book" / chapter.name).exists()

@@ -19,6 +19,8 @@ links to statement blocks by their ``:label:``, status badges, tables; and the b
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -313,6 +315,12 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     docs = book_notebooks(app)
     ledgers = book_ledgers(app)
     content: list[nodes.Node] = []
+    if app.builder.format == "html":  # the JSON is written next to the HTML (_write_ledger_json)
+        para = nodes.paragraph(text="This ledger as data, for this edition: ")
+        uri = "../" * docname.count("/") + LEDGER_JSON
+        para += nodes.reference("", LEDGER_JSON, refuri=uri, classes=["ntkbook-ledger-json"])
+        para += nodes.Text(" (edition, version, scale, commit and every claim's record).")
+        content.append(para)
     executed_unrecorded = []
     not_executed = []
     for stem, doc in docs.items():
@@ -405,6 +413,54 @@ def _fill(app: Sphinx, doctree: nodes.document, docname: str) -> None:
         node.replace_self([n.deepcopy() for n in content])
 
 
+# ---------------------------------------------------------------------------------------------
+# The ledger as data: <outdir>/claims-ledger.json
+# ---------------------------------------------------------------------------------------------
+
+LEDGER_JSON = "claims-ledger.json"
+
+
+def build_commit(srcdir: str | Path) -> str | None:
+    """The commit the book was built from: ``$NTKBOOK_COMMIT`` (the Makefile sets it: ``git describe --always
+    --dirty``, since the student edition is built in a copy outside the repository), else ``git describe`` in
+    ``srcdir``, else None."""
+    if os.environ.get("NTKBOOK_COMMIT"):
+        return os.environ["NTKBOOK_COMMIT"]
+    try:
+        proc = subprocess.run(["git", "describe", "--always", "--dirty", "--abbrev=12"], cwd=srcdir,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return proc.stdout.strip() or None if proc.returncode == 0 else None
+
+
+def ledger_data(app: Sphinx) -> dict[str, Any]:
+    """This build's claims ledger as a JSON-ready dict: edition (``student`` when solutions are hidden, else
+    ``book``), package version, scales, commit, counts, and per chapter its title, counts and records."""
+    import ntkbook
+
+    docs = book_notebooks(app)
+    ledgers = book_ledgers(app)
+    every = [r for recs in ledgers.values() for r in recs]
+    return {
+        "edition": "student" if getattr(app.config, "hide_solutions", False) else "book",
+        "title": getattr(app.config, "html_title", None) or app.config.project,
+        "version": ntkbook.__version__,
+        "scale": sorted({str(r.get("scale")) for r in every}) or [os.environ.get("NTKBOOK_SCALE", "book")],
+        "commit": build_commit(app.srcdir),
+        "counts": counts(every),
+        "chapters": {stem: {"title": doc_title(app, docs[stem]), "page": docs[stem], "counts": counts(recs),
+                            "claims": recs} for stem, recs in ledgers.items()},
+    }
+
+
+def _write_ledger_json(app: Sphinx, exception: Exception | None) -> None:
+    if exception is not None or app.builder.format != "html":
+        return
+    path = Path(app.outdir) / LEDGER_JSON
+    path.write_text(json.dumps(ledger_data(app), indent=1, ensure_ascii=False, default=str) + "\n")
+
+
 def _add_static(app: Sphinx, config: Any) -> None:
     path = str(STATIC)
     if path not in [str(p) for p in config.html_static_path]:
@@ -420,4 +476,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.connect("doctree-resolved", _fill)
     track_generated_pages(app, "claims_ledger_docs")
     app.connect("env-check-consistency", _check_consistency)
+    app.connect("build-finished", _write_ledger_json)
     return {"version": "0.2", "parallel_read_safe": True, "parallel_write_safe": True}

@@ -26,6 +26,12 @@ the run time).  The build that follows finds every chapter cached and executes n
   at book scale, side by side, cold JAX cache), 287 s and 262 s unpinned against 108 s and 245 s pinned,
   552 against 352 CPU-s.  ``--no-pin`` leaves the scheduler alone; with fewer CPUs than jobs nothing
   is pinned.
+* **On a GPU** (:func:`gpu_present`: a CUDA or ROCm plugin of JAX is installed and the machine has a GPU
+  device; no JAX import): nothing is pinned (the work is on the GPU, and a kernel's host threads should
+  not be confined to one core), and with more than one job each kernel gets
+  ``XLA_PYTHON_CLIENT_PREALLOCATE=false`` and ``XLA_PYTHON_CLIENT_MEM_FRACTION`` = its share of 90 % of the
+  GPU's memory (:func:`job_environment`): JAX's default preallocates 75 % of the GPU in each process, so the
+  second chapter would start out of memory.  Values already set in the environment are kept.
 
 Run times stored in the cache (shown in each chapter's run-time box and on the Execution statistics
 page) are wall times with ``--jobs`` chapters sharing the machine.
@@ -36,11 +42,14 @@ Usage (from the repository root): ``python book/_ext/execute_stale_chapters.py -
 from __future__ import annotations
 
 import argparse
+import glob
+import importlib.util
 import itertools
 import json
 import multiprocessing
 import os
 import queue
+import shutil
 import sys
 import time
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -87,6 +96,51 @@ def cpu_shares(jobs: int, cpus: set[int] | None = None) -> list[set[int]] | None
         return None
     bounds = [round(i * len(ordered) / jobs) for i in range(jobs + 1)]
     return [set(ordered[a:b]) for a, b in itertools.pairwise(bounds)]
+
+
+GPU_PLUGINS = ("jax_cuda12_plugin", "jax_cuda13_plugin", "jax_rocm6_plugin", "jax_rocm7_plugin")
+
+
+def gpu_present(environ: dict[str, str] | None = None) -> bool:
+    """Whether the chapters' JAX will run on a GPU, decided without importing JAX (which takes seconds):
+    ``$NTKBOOK_GPU`` (``1``/``0``) if set; else False when ``$JAX_PLATFORMS`` names no GPU platform; else
+    whether one of JAX's GPU plugins is installed and the machine shows a GPU (``nvidia-smi`` or
+    ``/dev/nvidia*``, ``/dev/kfd`` for ROCm).  The CPU-only toolchain of ``requirements.txt`` has no plugin.
+
+    Raises:
+        ValueError: if ``$NTKBOOK_GPU`` is set to something other than ``0`` or ``1``.
+    """
+    environ = os.environ if environ is None else environ
+    forced = environ.get("NTKBOOK_GPU", "").strip()
+    if forced:
+        if forced not in ("0", "1"):
+            raise ValueError(f"NTKBOOK_GPU must be 0 or 1, got {forced!r}")
+        return forced == "1"
+    platforms = environ.get("JAX_PLATFORMS", "").strip().lower()
+    if platforms and not any(p in platforms for p in ("cuda", "gpu", "rocm")):
+        return False
+    if not any(importlib.util.find_spec(name) is not None for name in GPU_PLUGINS):
+        return False
+    return bool(shutil.which("nvidia-smi") or glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/dev/kfd"))
+
+
+def job_environment(jobs: int, gpu: bool) -> tuple[dict[str, str], bool]:
+    """What ``jobs`` parallel chapter jobs need: the environment variables to add for their kernels and
+    whether to pin each job to its own CPUs.  On the CPU: nothing added, pinned.  On a GPU: not pinned, and
+    with more than one job JAX's allocator preallocates nothing and each kernel may use its share of 90 % of
+    the GPU's memory (``XLA_PYTHON_CLIENT_MEM_FRACTION``, two decimals, rounded down).
+
+    Raises:
+        ValueError: if ``jobs`` < 1.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if not gpu:
+        return {}, True
+    if jobs == 1:
+        return {}, False
+    return {"XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+            "XLA_PYTHON_CLIENT_MEM_FRACTION": f"{int(90 / jobs) / 100:.2f}"}, False
 
 
 def _pin_worker(shares: Any) -> None:
@@ -151,7 +205,14 @@ def main(argv: list[str] | None = None) -> int:
     failed = []
     start = time.perf_counter()
     context = multiprocessing.get_context("spawn")
-    shares = None if args.no_pin else cpu_shares(args.jobs)
+    gpu = gpu_present()
+    additions, pin = job_environment(args.jobs, gpu)
+    for key, value in additions.items():
+        os.environ.setdefault(key, value)  # inherited by the workers and their kernels
+    if gpu:
+        print("  on a GPU: jobs not pinned to CPUs"
+              + "".join(f", {k}={os.environ[k]}" for k in additions), flush=True)
+    shares = None if args.no_pin or not pin else cpu_shares(args.jobs)
     pinning = {}
     if shares is not None:
         free = context.Queue()
