@@ -122,7 +122,14 @@ def test_pdf_of_the_tiny_book(tiny, browser, tmp_path):
     assert len(reader.pages) == result["pages"] > 0
     outline = [item.title for item in reader.outline if not isinstance(item, list)]
     nested = [i.title for item in reader.outline if isinstance(item, list) for i in item]
-    assert {"Tiny", "Reference"} <= set(outline) and {TITLE, "Claims ledger", "Errata"} <= set(nested)
+    assert outline[0] == "Contents" and {"Tiny", "Reference"} <= set(outline)
+    assert {TITLE, "Claims ledger", "Errata"} <= set(nested)
+    contents = reader.pages[0].extract_text()
+    assert TITLE in contents and "Errata" in contents, contents
+    # page numbers run through the book (stamped last on each page), and within each handout
+    assert reader.pages[-1].extract_text().split()[-1] == str(len(reader.pages))
+    handout = PdfReader(out / "01-tiny.pdf")
+    assert handout.pages[0].extract_text().split()[-3:] == ["1", "/", str(len(handout.pages))]
     chapter = " ".join(p.extract_text() for p in PdfReader(out / "01-tiny.pdf").pages)
     text = re.sub(r"\s+", " ", chapter)
     assert TITLE in text and "Theorem 1" in text, text[:500]

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import html as html_lib
 import http.server
 import shutil
 import sys
@@ -56,9 +57,15 @@ table.ntkbook-index td:nth-child(2) { width: 16%; }
 # The pages' 16 px body text at 0.8: about 9.5 pt on A4, as a printed textbook (chapter 3: 51 pages at 1, 37 at 0.8).
 PRINT_SCALE = 0.8
 
-FOOTER = ('<div style="font-size:8px; width:100%; margin:0 14mm; color:#555; display:flex; '
-          'justify-content:space-between"><span>{title}</span>'
-          '<span><span class="pageNumber"></span> / <span class="totalPages"></span></span></div>')
+# The footer names the page; page numbers are stamped afterwards (stamp_page_numbers): within the handout
+# in <page>.pdf, through the whole book in book.pdf, where Chromium's own numbers would restart on each page.
+FOOTER = ('<div style="font-size:8px; width:100%; margin:0 14mm; color:#555"><span>{title}</span></div>')
+CONTENTS_HTML = """<!DOCTYPE html><html><head><meta charset="utf-8"><style>
+body {{ font-family: sans-serif; font-size: 11pt; margin: 0; }} h1 {{ font-size: 22pt; margin: 0 0 0.2em; }}
+.sub {{ color: #555; margin-bottom: 2em; }} h2 {{ font-size: 12pt; margin: 1.2em 0 0.3em; }}
+.row {{ display: flex; margin: 0.15em 0; }}
+.row .dots {{ flex: 1; border-bottom: 1px dotted #999;
+margin: 0 0.4em 0.3em; }}</style></head><body><h1>{title}</h1><div class="sub">{sub}</div>{rows}</body></html>"""
 
 # Open the solutions (sphinx-togglebutton hides dropdown admonitions with .toggle-hidden) and unlink what
 # points to another page of the local server (a printed link to 127.0.0.1 leads nowhere); same-page anchors
@@ -169,11 +176,67 @@ def page_title(html_file: Path) -> str:
     return re.sub(r"\s+", " ", title).replace("&amp;", "&").rstrip("#").strip()
 
 
-def merge(pdfs: list[tuple[Path, str, str | None]], out: Path, book_title: str) -> int:
-    """Merge ``[(pdf, title, part)]`` into ``out`` with a bookmark per part and per page; returns its page count."""
+def stamp_page_numbers(pdf: object, first: int = 1, total: int | None = None) -> None:
+    """Stamp "N" (or "N / total") at the bottom right of every page of a pypdf ``PdfWriter``, from ``first``."""
+    from pypdf import PageObject
+    from pypdf.generic import DecodedStreamObject, DictionaryObject, NameObject
+
+    font = DictionaryObject({NameObject("/Type"): NameObject("/Font"), NameObject("/Subtype"): NameObject("/Type1"),
+                             NameObject("/BaseFont"): NameObject("/Helvetica")})
+    for i, page in enumerate(pdf.pages):
+        width, height = float(page.mediabox.width), float(page.mediabox.height)
+        text = f"{first + i}" + (f" / {total}" if total else "")
+        x = width - 14 / 25.4 * 72 - 0.52 * 7 * len(text)  # right margin 14 mm, Helvetica 7 pt
+        overlay = PageObject.create_blank_page(width=width, height=height)
+        overlay[NameObject("/Resources")] = DictionaryObject(
+            {NameObject("/Font"): DictionaryObject({NameObject("/FNum"): font})})
+        content = DecodedStreamObject()
+        content.set_data(f"BT /FNum 7 Tf 0.33 g {x:.1f} 14 Td ({text}) Tj ET".encode())
+        overlay[NameObject("/Contents")] = content
+        page.merge_page(overlay)
+
+
+def number_handout(pdf: Path) -> int:
+    """Stamp "N / total" on the pages of one printed page of the book; returns its page count."""
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(pdf))
+    stamp_page_numbers(writer, 1, len(writer.pages))
+    with pdf.open("wb") as f:
+        writer.write(f)
+    return len(writer.pages)
+
+
+def contents_pdf(browser: object, out: Path, book_title: str, entries: list[tuple[str, str | None, int]]) -> int:
+    """Print a contents page (``[(title, part, first page)]``) to ``out``; returns its page count."""
+    from pypdf import PdfReader
+
+    rows, part_seen = [], None
+    for title, part, first in entries:
+        if part and part != part_seen:
+            rows.append(f"<h2>{html_lib.escape(part)}</h2>")
+            part_seen = part
+        rows.append(f'<div class="row"><span>{html_lib.escape(title)}</span><span class="dots"></span>'
+                    f"<span>{first}</span></div>")
+    page = browser.new_page()
+    try:
+        page.set_content(CONTENTS_HTML.format(title=html_lib.escape(book_title), rows="".join(rows),
+                                              sub=f"Printed {time.strftime('%Y-%m-%d')} from the HTML edition"))
+        page.pdf(path=str(out), format="A4", margin={"top": "20mm", "bottom": "20mm", "left": "18mm", "right": "18mm"})
+    finally:
+        page.close()
+    return len(PdfReader(out).pages)
+
+
+def merge(pdfs: list[tuple[Path, str, str | None]], out: Path, book_title: str, contents: Path | None = None) -> int:
+    """Merge ``[(pdf, title, part)]`` into ``out``, after the ``contents`` page if given, with a bookmark per part
+    and per page and page numbers through the whole book; returns its page count."""
     from pypdf import PdfReader, PdfWriter
 
     writer = PdfWriter()
+    if contents is not None:
+        writer.append(PdfReader(contents), import_outline=False)
+        writer.add_outline_item(title="Contents", page_number=0)
     parts: dict[str, object] = {}
     for pdf, title, part in pdfs:
         start = len(writer.pages)
@@ -202,6 +265,8 @@ def print_book(html: Path, toc: Path, out: Path, book_title: str | None = None,
         ValueError: ``html`` holds no built book (run ``make book`` first), or a page of the table of
             contents is missing from it.
     """
+    from pypdf import PdfReader, PdfWriter
+
     start = time.perf_counter()
     if not (html / "index.html").exists():
         raise ValueError(f"{html}: no built book there — run `make book` first")
@@ -222,7 +287,24 @@ def print_book(html: Path, toc: Path, out: Path, book_title: str | None = None,
             print_page(browser, f"{base}/{page_name}.html", target, f"{book_title} — {title}")
             print(f"[{i}/{len(entries)}] {target.name}: {title} ({time.perf_counter() - t0:.1f} s)", flush=True)
             printed.append((target, title, part))
-    pages = merge(printed, out / "book.pdf", book_title)
+        # the handouts' page numbers are stamped after the book is merged (their numbers restart at 1)
+        counts = [len(PdfReader(p).pages) for p, _, _ in printed]
+        contents = out / "contents.pdf.tmp"
+        n_contents = 0
+        for _ in range(2):  # the contents' own length moves every first page by as many pages
+            firsts = [n_contents + 1 + sum(counts[:k]) for k in range(len(counts))]
+            n = contents_pdf(browser, contents, book_title, [(t, p, f) for (_, t, p), f in zip(printed, firsts)])
+            if n == n_contents:
+                break
+            n_contents = n
+    pages = merge(printed, out / "book.pdf", book_title, contents)
+    contents.unlink()
+    writer = PdfWriter(clone_from=PdfReader(out / "book.pdf"))
+    stamp_page_numbers(writer, 1)
+    with (out / "book.pdf").open("wb") as f:
+        writer.write(f)
+    for pdf, _, _ in printed:
+        number_handout(pdf)
     seconds = time.perf_counter() - start
     print(f"{out / 'book.pdf'}: {pages} pages from {len(printed)} pages of the book, {seconds:.0f} s", flush=True)
     return {"pages": pages, "seconds": seconds, "files": [p for p, _, _ in printed]}
