@@ -76,6 +76,7 @@ CSS = """
 .reveal .proof-idea { font-size: 0.8em; border-left: 4px solid #888; padding-left: 0.6em; margin-top: 0.6em; }
 .reveal .proof-idea-label { font-weight: bold; }
 .reveal .subtitle { font-size: 0.8em; color: #555; }
+.reveal .context { font-size: 0.65em; color: #777; margin-top: 1.5em; }
 .reveal .ntkbook-verdict { font-size: 0.55em; margin: 0.35em 0; line-height: 1.3; }
 .reveal .ntkbook-badge { font-weight: bold; padding: 0 0.3em; border-radius: 3px; color: #fff; background: #666; }
 .reveal .ntkbook-badge.ntkbook-passed { background: #1a7f37; }
@@ -228,8 +229,9 @@ def _verdict_block(v: Tag) -> str:
     return str(v)
 
 
-def chapter_slides(page: Path, images_out: Path) -> tuple[str, list[Slide]]:
-    """``(title, slides)`` of a built chapter page; its figures' images are copied to ``images_out``.
+def chapter_slides(page: Path, images_out: Path, context: str = "") -> tuple[str, list[Slide]]:
+    """``(title, slides)`` of a built chapter page; its figures' images are copied to ``images_out``;
+    ``context`` (the book and part) goes on the title slide.
 
     Raises:
         ValueError: the page has no article (not a page of a Jupyter Book build).
@@ -245,7 +247,8 @@ def chapter_slides(page: Path, images_out: Path) -> tuple[str, list[Slide]]:
     if about is not None and "About this chapter" in _text(about.select_one(".admonition-title") or about):
         p = next((p for p in about.find_all("p") if "learn" in _text(p).lower()), None)
         learn = f"<p class='subtitle'>{_inner(_clean(p))}</p>" if p else ""
-    slides = [Slide("title", "", [f"<h1>{title}</h1>", learn], splittable=False)]
+    where = f"<p class='context'>{html_lib.escape(context)}</p>" if context else ""
+    slides = [Slide("title", "", [where, f"<h1>{title}</h1>", learn], splittable=False)]
     results: list[Slide] = []
     verdict_run: list[str] = []
     attributed: dict[str, list[str]] = {}
@@ -516,6 +519,9 @@ def make_slides(html: Path, toc: Path, out: Path, notes: Path, only: list[str] |
     if not (html / "index.html").exists():
         raise ValueError(f"{html}: no built book there — run `make book` first")
     pages = chapter_pages(toc, only)
+    parts = dict(toc_entries(toc))
+    config = toc.parent / "_config.yml"
+    book_title = (yaml.safe_load(config.read_text()) or {}).get("title", "") if config.exists() else ""
     missing = [p for p in pages if not (html / f"{p}.html").exists()]
     if missing:
         raise ValueError(f"chapters missing from {html} (run `make book` again): {missing}")
@@ -524,7 +530,8 @@ def make_slides(html: Path, toc: Path, out: Path, notes: Path, only: list[str] |
     decks: dict[str, tuple[Path, str, list[Slide]]] = {}
     for page in pages:
         stem = Path(page).name
-        title, slides = chapter_slides(html / f"{page}.html", out / "_images")
+        title, slides = chapter_slides(html / f"{page}.html", out / "_images", " · ".join(
+            x for x in (book_title, parts.get(page)) if x))
         notes_file = notes / f"{stem}.yml"
         if notes_file.exists():
             slides = apply_overrides(slides, yaml.safe_load(notes_file.read_text()) or {}, str(notes_file))
