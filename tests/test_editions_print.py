@@ -132,7 +132,7 @@ def test_pdf_of_the_tiny_book(tiny, browser, tmp_path):
     assert handout.pages[0].extract_text().split()[-3:] == ["1", "/", str(len(handout.pages))]
     chapter = " ".join(p.extract_text() for p in PdfReader(out / "01-tiny.pdf").pages)
     text = re.sub(r"\s+", " ", chapter)
-    assert TITLE in text and "Theorem 1" in text, text[:500]
+    assert TITLE in text and "Theorem 1" in text and "Exercise 1" in text, text[:500]
     assert "∑" in text, "the sum was not typeset (no ∑ glyph in the PDF's text)"
     assert "\\sum" not in text and "\\frac" not in text and "$" not in text, "raw TeX in the PDF"
     assert SOLUTION in text, "the teacher's PDF shows the solutions"
