@@ -28,7 +28,7 @@ export JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS ?= 0
 # at book scale side by side: 287 s and 262 s, 552 CPU-s, against 114 s and 234 s, 426 CPU-s.
 export OPENBLAS_NUM_THREADS ?= 1
 
-.PHONY: env browser book book-fresh book-student handout read-book test test-determinism bench preview lint sync format clean
+.PHONY: env browser book book-fresh book-student handout pdf slides read-book test test-determinism bench preview lint sync format clean
 
 env: $(STAMP)
 
@@ -163,7 +163,7 @@ RERUN ?= 05b-optimization-without-linearity
 RERUN_NOTEBOOKS = $(if $(filter all,$(RERUN)),$(EXECUTED)/book,$(addprefix $(EXECUTED)/book/,$(addsuffix .ipynb,$(RERUN))))
 # The book-level test files first: each holds minutes of serial work (builds, a browser), so xdist starts
 # them at once on separate workers and the unit tests fill the remaining time.
-BOOK_TESTS := tests/test_book.py tests/test_book_reader.py tests/test_book_execution.py
+BOOK_TESTS := tests/test_book.py tests/test_book_reader.py tests/test_book_execution.py tests/test_editions_print.py
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs $(TEST_JOBS)
@@ -177,6 +177,24 @@ test-determinism:
 ## _build/test-artifacts/, the whole page at 390 px) on the book that the last `make book` built, at the scale it was built
 read-book: $(STAMP) browser
 	NTKBOOK_BUILT_BOOK=$(CURDIR) $(BIN)/python -m pytest tests/test_book.py -k page_in_a_real_browser -p no:xdist $(PYTEST_ARGS)
+
+## make pdf: the book that the last make book built, printed by headless Chromium (MathJax awaited, print
+## stylesheet, solutions shown: the teacher's book) into _build/pdf/book.pdf, with a bookmark per part and
+## per page, and one PDF per page of _toc.yml beside it (_build/pdf/<page>.pdf, the chapters' handouts).
+## Nothing is executed; book/_ext/print_pdf.py.  Why Chromium and not LaTeX: README, "PDF and slides".
+## make slides: one reveal.js deck per chapter in _build/slides/<chapter>.html (offline: reveal.js from the
+## pinned sphinx-revealjs, MathJax the book's own copy), made from the chapters make book built: results with
+## their paper numbers, proof ideas, figures, check verdicts, a summary table, no solutions; every slide laid
+## out in Chromium at 1280x720 and split until it fits.  Lecture-notes overrides: book/slides/<chapter>.yml
+## (book/slides/README.md); book/_ext/make_slides.py.
+BUILT_HTML_NEEDED = @test -f _build/html/index.html || { echo "make $@: no built book in _build/html — run make book first"; exit 2; }
+pdf: $(STAMP) browser
+	$(BUILT_HTML_NEEDED)
+	$(BIN)/python book/_ext/print_pdf.py --html _build/html --out _build/pdf
+
+slides: $(STAMP) browser
+	$(BUILT_HTML_NEEDED)
+	$(BIN)/python book/_ext/make_slides.py --html _build/html --out _build/slides
 
 ## make preview NB=book/NN-name.ipynb: build the book in a temp dir executing only that chapter (ci scale);
 ## the chapter is added to the table of contents if it is not listed yet
