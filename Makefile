@@ -163,7 +163,7 @@ RERUN ?= 05b-optimization-without-linearity
 RERUN_NOTEBOOKS = $(if $(filter all,$(RERUN)),$(EXECUTED)/book,$(addprefix $(EXECUTED)/book/,$(addsuffix .ipynb,$(RERUN))))
 # The book-level test files first: each holds minutes of serial work (builds, a browser), so xdist starts
 # them at once on separate workers and the unit tests fill the remaining time.
-BOOK_TESTS := tests/test_book.py tests/test_book_reader.py tests/test_book_execution.py tests/test_editions_print.py
+BOOK_TESTS := tests/test_book.py tests/test_book_reader.py tests/test_book_execution.py tests/test_editions_print.py tests/test_solutions.py
 test: $(STAMP) browser
 	$(BIN)/ruff check .
 	$(BIN)/python tests/execute_chapters.py $(EXECUTED) --jobs $(TEST_JOBS)
