@@ -52,11 +52,12 @@ recorded as 0).  The numbers a :func:`condition` records are only rounded to sig
 pass numbers that are not noise.  The decision itself uses the unrounded numbers.
 
 **The archive as a witness.** A claim judged on the paper-scale archive (``results/paper/``, read with
-:func:`ntkbook.reproduce.archived`) by the same claim function as a claim of the build carries the
+``ntkbook.reproduce.archived``) by the same claim function as a claim of the build carries the
 build claim's id with ``archive/`` after its first segment: ``fig-1/archive/swish-kernel-change-order-one``
-witnesses ``fig-1/swish-kernel-change-order-one`` (:func:`witnessed_claim`, :func:`archive_witnesses`).
-The Claims ledger page shows the archive's verdict beside the build's; a witness of another kind than
-its claim is a defect the page's build reports.
+witnesses ``fig-1/swish-kernel-change-order-one`` (``witnessed_claim``, ``archive_witnesses``).
+The Claims ledger page shows the archive's verdict beside the build's; a witness that differs from its
+claim in kind, reference, window, rivals or tolerance is a defect the page's build reports
+(``witness_mismatch``).
 
 Claim ids are unique within a notebook: a second claim with the same id and a different record raises
 ``ValueError`` (an identical record — the same cell executed again — is kept once).
