@@ -26,7 +26,8 @@ browser = test_book.browser  # the headless-Chromium fixture of the real book's 
 _PNG = None
 
 
-def _png() -> str:
+def png() -> str:
+    """A small matplotlib figure as base64 PNG (made once); also used by tests/test_editions_print.py."""
     global _PNG
     if _PNG is None:
         import io
@@ -45,11 +46,12 @@ def _png() -> str:
     return _PNG
 
 
-def _notebook(title: str, outputs_cells: list[tuple[dict, list[dict]]], markdown: str = "") -> nbformat.NotebookNode:
+def notebook(markdown: str, cells: list[tuple[dict, list[dict]]]) -> nbformat.NotebookNode:
+    """A notebook of one Markdown cell and code cells with the given metadata and outputs (not executed)."""
     nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
                                                            "language": "python"}})
-    nb.cells.append(nbformat.v4.new_markdown_cell(f"# {title}\n\n{markdown}"))
-    for metadata, outputs in outputs_cells:
+    nb.cells.append(nbformat.v4.new_markdown_cell(markdown))
+    for metadata, outputs in cells:
         cell = nbformat.v4.new_code_cell("pass", metadata=metadata)
         cell.outputs = [nbformat.from_dict(o) for o in outputs]
         cell.execution_count = 1
@@ -57,7 +59,11 @@ def _notebook(title: str, outputs_cells: list[tuple[dict, list[dict]]], markdown
     return nb
 
 
-def _display(data: dict) -> dict:
+def _notebook(title: str, outputs_cells: list[tuple[dict, list[dict]]], markdown: str = "") -> nbformat.NotebookNode:
+    return notebook(f"# {title}\n\n{markdown}", outputs_cells)
+
+
+def display(data: dict) -> dict:
     return {"output_type": "display_data", "data": data, "metadata": {}}
 
 
@@ -100,11 +106,11 @@ def make_planted_book(out: Path) -> Path:
            "parts": [{"caption": "Planted", "chapters": [{"file": p} for p in PLANTED]}]}
     (out / "_toc.yml").write_text(yaml.safe_dump(toc, sort_keys=False))
     (book / "intro.md").write_text("# Planted defects\n\nOne defect per page; the first page has none.\n")
-    verdict = _display({"text/html": '<div class="ntkbook-verdict">PASSED <code>demo/bound-holds</code> '
+    verdict = display({"text/html": '<div class="ntkbook-verdict">PASSED <code>demo/bound-holds</code> '
                                      "[bound] ratio ≤ 1: worst 0.93</div>",
                         "text/plain": "PASSED  demo/bound-holds  [bound]  ratio ≤ 1: worst 0.93"})
     figure = ({"mystnb": {"figure": {"caption": "A captioned figure.", "name": "fig-clean"}}},
-              [_display({"image/png": _png(), "text/plain": "<Figure size 180x120 with 1 Axes>"})])
+              [display({"image/png": png(), "text/plain": "<Figure size 180x120 with 1 Axes>"})])
     fit_table = ('<div class="ntkbook-table-wrap"><table class="ntkbook-table"><thead><tr><th>m</th>'
                  "<th>‖w* − w₀‖</th></tr></thead><tbody><tr><td>64</td><td>1.23</td></tr></tbody></table></div>")
     wide_table = ('<div class="ntkbook-table-wrap"><table class="ntkbook-table"><thead><tr><th>max_param_difference'
@@ -119,10 +125,10 @@ def make_planted_book(out: Path) -> Path:
                 + " | ".join(f"value{i}" for i in range(30)) + " |\n\n"
                 f"$$\n{fit_math}\n$$\n")
     nbformat.write(_notebook("A clean chapter", [({}, [verdict]), figure,
-                                                  ({}, [_display({"text/html": fit_table, "text/plain": "table"})])],
+                                                  ({}, [display({"text/html": fit_table, "text/plain": "table"})])],
                              clean_md), book / "00-clean.ipynb")
     nbformat.write(_notebook("A computed table wider than the column",
-                             [({}, [_display({"text/html": wide_table, "text/plain": "table"})])]),
+                             [({}, [display({"text/html": wide_table, "text/plain": "table"})])]),
                    book / "wide-table.ipynb")
     nbformat.write(_notebook("A chapter without its verdict line",
                              [({}, [{"output_type": "stream", "name": "stdout", "text": "done\n"}])]),
@@ -137,7 +143,7 @@ def make_planted_book(out: Path) -> Path:
                                                ({}, [{"output_type": "stream", "name": "stdout",
                                                       "text": "settings: Bottleneck(width=1000, runs=2)\n"}])]),
                    book / "raw-dict.ipynb")
-    nbformat.write(_notebook("A figure without a caption", [({}, [_display({"image/png": _png()})])]),
+    nbformat.write(_notebook("A figure without a caption", [({}, [display({"image/png": png()})])]),
                    book / "no-caption.ipynb")
     (book / "overflow.md").write_text('# Overflow\n\n<div style="width: 1500px">a block wider than the column</div>\n')
     (book / "narrow-overflow.md").write_text(

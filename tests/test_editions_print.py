@@ -22,6 +22,7 @@ import pytest
 import test_book
 import yaml
 from test_book import ROOT, build, serve
+from test_book_reader import display, notebook, png  # the reader's tiny-book notebooks
 
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import make_slides  # scripts in book/_ext, as execute_stale_chapters in tests/test_book_execution.py
@@ -36,41 +37,6 @@ STATEMENT = ("```{prf:theorem} Sum of squares (Thm. 9.9 of a paper)\n:label: thm
              "```{prf:proof}\nInduction on $n$: the step adds $(n+1)^2$ to both sides.\n```\n\n")
 EXERCISE = ("```{exercise}\n:label: ex-tiny\n\nShow that $1 + 1 = 2$.\n```\n\n"
             f"```{{solution}} ex-tiny\n:class: dropdown\n\n{SOLUTION}.\n```\n")
-
-
-def figure_png() -> str:
-    """A small matplotlib figure as base64 PNG."""
-    import base64
-    import io
-
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(3, 2), dpi=60)
-    ax.plot([1, 2, 3], [1, 4, 9])
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png")
-    plt.close(fig)
-    return base64.b64encode(buf.getvalue()).decode()
-
-
-def display(data: dict) -> dict:
-    return {"output_type": "display_data", "data": data, "metadata": {}}
-
-
-def notebook(markdown: str, cells: list[tuple[dict, list[dict]]]) -> nbformat.NotebookNode:
-    """A notebook of one Markdown cell and code cells with the given metadata and outputs (not executed)."""
-    nb = nbformat.v4.new_notebook(metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                           "language": "python"}})
-    nb.cells.append(nbformat.v4.new_markdown_cell(markdown))
-    for metadata, outputs in cells:
-        cell = nbformat.v4.new_code_cell("pass", metadata=metadata)
-        cell.outputs = [nbformat.from_dict(o) for o in outputs]
-        cell.execution_count = 1
-        nb.cells.append(cell)
-    return nb
 
 
 def verdict(i: int) -> dict:
@@ -101,7 +67,7 @@ def tiny(tmp_path_factory):
     (book / "claims-ledger.md").write_text("# Claims ledger\n\n```{claims-ledger}\n```\n")
     (book / "errata.md").write_text("# Errata\n\nNone yet.\n")
     figure = ({"mystnb": {"figure": {"caption": "The squares $k^2$ against $k$.", "name": "fig-tiny"}}},
-              [display({"image/png": figure_png(), "text/plain": "<Figure size 180x120 with 1 Axes>"})])
+              [display({"image/png": png(), "text/plain": "<Figure size 180x120 with 1 Axes>"})])
     checks = ({"tags": ["nbval-check-output"]}, [verdict(i) for i in range(14)])
     about = (":::{admonition} About this chapter\n:class: tip\n\n**You will learn** how to sum squares.\n:::\n\n")
     nbformat.write(notebook(f"# {TITLE}\n\n" + about + STATEMENT + EXERCISE, [figure, checks]), book / "01-tiny.ipynb")

@@ -229,7 +229,7 @@ def track_generated_pages(app: Sphinx, attr: str) -> None:
 
 def completeness_problems(app: Sphinx) -> list[str]:
     """Why this build's ledger is incomplete (empty list when it is complete)."""
-    from ntkbook.claims import read_ledgers
+    from ntkbook.claims import archive_witnesses, read_ledgers, witness_mismatch
 
     directory = ledger_directory(app)
     problems = []
@@ -254,16 +254,13 @@ def completeness_problems(app: Sphinx) -> list[str]:
         failed = [r.get("claim") for r in recs if r.get("status") == "failed"]
         if failed:
             problems.append(f"chapter {stem!r}: failed claims {failed}")
-        from ntkbook.claims import archive_witnesses, witness_mismatch
-
         by_id = {r.get("claim"): r for r in recs}
         for claim, witness in archive_witnesses(recs).items():
             differ = witness_mismatch(by_id[claim], witness)
             if differ:
                 problems.append(f"chapter {stem!r}: the archive witness {witness.get('claim')!r} differs from the "
-                                f"claim it witnesses, {claim!r}, in {', '.join(differ)} (e.g. kind "
-                                f"{witness.get('kind')} against {by_id[claim].get('kind')}): judge the archive "
-                                "with the same claim function and criterion")
+                                f"claim it witnesses, {claim!r}, in {', '.join(differ)}: judge the archive with "
+                                "the same claim function and criterion")
         strict = [r.get("claim") for r in recs if r.get("status") == "inconclusive" and r.get("scale") != "ci"]
         if strict:
             problems.append(f"chapter {stem!r}: inconclusive claims at book/paper scale {strict}")
@@ -364,10 +361,8 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
     witnessed = {stem: archive_witnesses(recs) for stem, recs in ledgers.items()}
     n_witnessed = sum(len(w) for w in witnessed.values())
     if n_witnessed:
-        agree = sum(w.get("status") == by_claim.get("status")
-                    for stem, ws in witnessed.items()
-                    for claim, w in ws.items()
-                    for by_claim in [next(r for r in ledgers[stem] if r.get("claim") == claim)])
+        status = {(stem, r.get("claim")): r.get("status") for stem, recs in ledgers.items() for r in recs}
+        agree = sum(w.get("status") == status[stem, claim] for stem, ws in witnessed.items() for claim, w in ws.items())
         content.append(nodes.paragraph(text=(
             f"The archive as a witness: {plural(n_witnessed, 'claim')} of this build "
             f"{'is' if n_witnessed == 1 else 'are'} also judged, by the same claim function, on the paper-scale "
@@ -385,18 +380,14 @@ def ledger_content(app: Sphinx, docname: str) -> list[nodes.Node]:
             where += link if link is not None else nodes.Text(str(r.get("label") or "—"))
             where += nodes.Text(f" · {r.get('ref', '')}")
             numbers = [nodes.paragraph(text=_measured_text(r.get("measured", {})))]
-            witness = witnesses.get(r.get("claim"))
+            witness, twin = witnesses.get(r.get("claim")), witnessed_claim(str(r.get("claim")))
             if witness is not None:
                 numbers.append(archive_node(witness))
-            elif witnessed_claim(str(r.get("claim"))) in witnesses:
-                numbers.append(nodes.paragraph(text="(the archive's verdict, shown beside the claim it witnesses)",
-                                               classes=["ntkbook-archive"]))
-            elif witnessed_claim(str(r.get("claim"))) is not None:
-                numbers.append(nodes.paragraph(
-                    text=f"(judged on the archive alone: this build has no claim "
-                         f"{witnessed_claim(str(r.get('claim')))} — the archive decides what the build's sizes "
-                         "cannot, or the statement was restricted after the archive contradicted it)",
-                    classes=["ntkbook-archive"]))
+            elif twin is not None:
+                text = ("(the archive's verdict, shown beside the claim it witnesses)" if twin in witnesses else
+                        f"(judged on the archive alone: this build has no claim {twin} — the archive decides what "
+                        "the build's sizes cannot, or the statement was restricted after the archive contradicted it)")
+                numbers.append(nodes.paragraph(text=text, classes=["ntkbook-archive"]))
             rows.append([verdict_node(r), where, numbers])
         section += make_table(["verdict (status, claim, kind, criterion)", "statement · paper", "measured"],
                               rows, [55, 20, 25], ["ntkbook-ledger"])
