@@ -46,6 +46,7 @@ import pytest
 import reader
 import yaml
 from execute_chapters import chapter_stems, execute_all
+from print_pdf import launch_chromium, toc_entries  # book/_ext, on the path through execute_chapters
 
 from ntkbook.claims import read_ledgers
 
@@ -58,19 +59,7 @@ INDEX_PAGE = "book/index-of-results"
 
 
 def toc_pages(toc_file: Path = ROOT / "_toc.yml") -> list[str]:
-    toc = yaml.safe_load(toc_file.read_text())
-    pages = [toc["root"]]
-    for part in toc.get("parts", []):
-        pages += [c["file"] for c in part.get("chapters", [])]
-    return pages
-
-
-def chromium_path() -> str:
-    path = shutil.which("chromium") or shutil.which("chromium-browser")
-    if path is None:
-        pytest.fail("Debian's chromium is needed for the browser tests: `make test` installs it "
-                    "(apt-get install chromium, as root)")
-    return path
+    return [page for page, _ in toc_entries(toc_file)]
 
 
 def build(out: Path, *, student: bool = False, strict: bool = True) -> Path:
@@ -175,14 +164,9 @@ def site(executed, tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def browser():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=chromium_path(), headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
-            "--disable-component-update", "--disable-sync"])
+    """Headless Debian chromium, launched as make pdf and make slides launch it."""
+    with launch_chromium() as b:
         yield b
-        b.close()
 
 
 def read_page(browser, base: str, html: Path, page_name: str, *, screenshots: Path | None = None,

@@ -127,12 +127,13 @@ def serve(directory: Path) -> Iterator[str]:
 
 @contextmanager
 def launch_chromium() -> Iterator[object]:
-    """Headless Debian chromium through Playwright (no browser download)."""
+    """Headless Debian chromium through Playwright (no browser download); also the browser of the book's
+    page reader in tests/test_book.py."""
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium_path(), headless=True, args=[
-            "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+            "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
             "--disable-component-update", "--disable-sync"])
         try:
             yield browser
